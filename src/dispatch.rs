@@ -1,0 +1,186 @@
+//! Backend dispatch (SPEC §2.5): the one place where an operation's backend is
+//! chosen.
+//!
+//! At submission, [`select`] turns an operation tag, dtype, domain and the
+//! caller's [`Selector`] into an ordered candidate list, or rejects the
+//! operation. At run time, after the accesses are granted, [`walk`] offers the
+//! operation to each candidate in order; a backend may decline (layout, dtype,
+//! device, resources) only before it has written anything, and the first that
+//! accepts runs. If all decline, the error names each backend and its reason.
+
+use std::fmt::Write as _;
+
+use crate::backends;
+use crate::domain::Domain;
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result, Status};
+use crate::layout::Layout;
+use crate::ops::ResolvedView;
+
+/// Operation tags for dispatched (non-user) operations.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpTag {
+    Fill,
+    Scale,
+    Axpy,
+    Copy,
+    CopyIn,
+    CopyOut,
+}
+
+/// Backend families a caller can allow or forbid.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// The pure-Rust CPU backend, always present.
+    Native = 1,
+    /// A system BLAS found at run time.
+    Blas = 2,
+    /// CUDA.
+    Cuda = 3,
+}
+
+/// Which backends an operation may use. The default allows all, in the
+/// library's preferred order.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selector {
+    /// Bit `k` set allows `BackendKind` value `k`; 0 means "any".
+    mask: u32,
+}
+
+impl Selector {
+    /// Any backend, in the preferred order.
+    pub const AUTO: Selector = Selector { mask: 0 };
+
+    /// Only the given backend families.
+    pub fn only(kinds: &[BackendKind]) -> Selector {
+        Selector { mask: kinds.iter().fold(0, |m, k| m | 1 << (*k as u32)) }
+    }
+
+    /// Decode the C ABI bitmask (bit `k` for `BackendKind` value `k`).
+    pub fn from_mask(mask: u32) -> Option<Selector> {
+        let known = (1 << BackendKind::Native as u32) | (1 << BackendKind::Blas as u32) | (1 << BackendKind::Cuda as u32);
+        (mask & !known == 0).then_some(Selector { mask })
+    }
+
+    fn allows(self, kind: BackendKind) -> bool {
+        self.mask == 0 || self.mask & (1 << kind as u32) != 0
+    }
+}
+
+/// A backend's answer to one operation.
+pub(crate) enum Outcome {
+    /// It ran (successfully or not).
+    Done(Result<()>),
+    /// It did not touch anything and gives this reason.
+    #[allow(dead_code)] // the native backend accepts everything; others decline
+    Declined(String),
+}
+
+/// A backend: a set of leaf kernels that know nothing about asynchrony.
+pub(crate) trait Backend: Sync {
+    fn kind(&self) -> BackendKind;
+    fn name(&self) -> &'static str;
+    /// Static capability, decided at submission from the tag, dtype and domain.
+    fn offers(&self, tag: OpTag, dtype: DType, domain: Domain) -> bool;
+    /// Run `op` on resolved views, or decline before writing anything.
+    fn run(&self, op: &NativeOp, views: &[ResolvedView<'_>]) -> Outcome;
+}
+
+/// Host memory given by the caller for copy-in/copy-out. The caller keeps it
+/// valid until the operation completes (documented at the C ABI).
+pub(crate) struct HostBuffer {
+    pub(crate) ptr: *mut u8,
+    pub(crate) layout: Layout,
+}
+
+// SAFETY: the pointer is only dereferenced by the task that owns this buffer
+// description, under the caller's documented promise that the memory stays
+// valid and untouched until the operation's completion is reported.
+unsafe impl Send for HostBuffer {}
+
+/// A dispatched operation with its immediate arguments. Views are passed in
+/// operand order: fill/scale `[x]`, axpy `[y, x]`, copy `[dst, src]`, copy-in
+/// `[dst]`, copy-out `[src]`.
+pub(crate) enum NativeOp {
+    Fill(Scalar),
+    Scale(Scalar),
+    Axpy(Scalar),
+    Copy,
+    CopyIn(Box<HostBuffer>),
+    CopyOut(Box<HostBuffer>),
+}
+
+impl NativeOp {
+    pub(crate) fn tag(&self) -> OpTag {
+        match self {
+            NativeOp::Fill(_) => OpTag::Fill,
+            NativeOp::Scale(_) => OpTag::Scale,
+            NativeOp::Axpy(_) => OpTag::Axpy,
+            NativeOp::Copy => OpTag::Copy,
+            NativeOp::CopyIn(_) => OpTag::CopyIn,
+            NativeOp::CopyOut(_) => OpTag::CopyOut,
+        }
+    }
+}
+
+/// The candidate backends chosen at submission, as a bit set over the registry
+/// of the operation's domain (kept small: it lives in every pending task).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Candidates {
+    domain: Domain,
+    set: u32,
+}
+
+/// Backends for a domain, in preference order.
+fn registry(domain: Domain) -> &'static [&'static dyn Backend] {
+    match domain {
+        Domain::Host => backends::HOST,
+        Domain::Cuda(_) => &[],
+    }
+}
+
+/// Choose the candidates for an operation at submission.
+pub(crate) fn select(
+    tag: OpTag,
+    dtype: DType,
+    domain: Domain,
+    selector: Selector,
+    origin: &'static str,
+) -> Result<Candidates> {
+    let mut set = 0u32;
+    for (i, b) in registry(domain).iter().enumerate() {
+        if selector.allows(b.kind()) && b.offers(tag, dtype, domain) {
+            set |= 1 << i;
+        }
+    }
+    if set == 0 {
+        return Err(Error::new(
+            Status::Unsupported,
+            origin,
+            format!("no allowed backend offers {tag:?} for {} on {domain}", dtype.name()),
+        ));
+    }
+    Ok(Candidates { domain, set })
+}
+
+/// Offer `op` to each candidate in order; the first that accepts runs.
+pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &str) -> Result<()> {
+    let mut reasons = String::new();
+    for (i, b) in registry(c.domain).iter().enumerate() {
+        if c.set & (1 << i) == 0 {
+            continue;
+        }
+        match b.run(op, views) {
+            Outcome::Done(r) => return r,
+            Outcome::Declined(why) => {
+                let _ = write!(reasons, "{}{}: {}", if reasons.is_empty() { "" } else { "; " }, b.name(), why);
+            }
+        }
+    }
+    Err(Error::new(
+        Status::NoBackend,
+        origin.to_string(),
+        format!("every backend declined {:?}: {reasons}", op.tag()),
+    ))
+}

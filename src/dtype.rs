@@ -1,0 +1,301 @@
+//! Element types and immediate scalars.
+
+use num_complex::{Complex32, Complex64};
+
+use crate::error::{Error, Result, Status};
+
+/// The element type of a tensor. Complex types use the num-complex layout,
+/// which equals C99 `float complex` / `double complex`.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32 = 1,
+    F64 = 2,
+    C64 = 3,
+    C128 = 4,
+    I8 = 10,
+    I16 = 11,
+    I32 = 12,
+    I64 = 13,
+    U8 = 14,
+    U16 = 15,
+    U32 = 16,
+    U64 = 17,
+}
+
+impl DType {
+    /// Every dtype.
+    pub const ALL: &'static [DType] = &[
+        DType::F32,
+        DType::F64,
+        DType::C64,
+        DType::C128,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+    ];
+
+    /// The dtype with this numeric value, if any.
+    pub fn from_u32(v: u32) -> Option<DType> {
+        DType::ALL.iter().copied().find(|d| *d as u32 == v)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::C64 | DType::I64 | DType::U64 => 8,
+            DType::C128 => 16,
+        }
+    }
+
+    /// Alignment of one element.
+    pub fn align(self) -> usize {
+        match self {
+            DType::C64 => 4,
+            DType::C128 => 8,
+            d => d.size(),
+        }
+    }
+
+    /// Whether the dtype is complex (conjugation is then not the identity).
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// Whether the dtype is a floating-point or complex type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::C64 | DType::C128)
+    }
+
+    /// Short lower-case name (`"f64"`, `"c128"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
+        }
+    }
+}
+
+/// An immediate scalar operand (alpha, beta, fill values). Real dtypes require
+/// `im == 0`; integer dtypes require an integral `re` that the dtype holds exactly.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Scalar {
+    pub re: f64,
+    pub im: f64,
+}
+
+impl Scalar {
+    pub const fn real(re: f64) -> Self {
+        Scalar { re, im: 0.0 }
+    }
+    pub const fn complex(re: f64, im: f64) -> Self {
+        Scalar { re, im }
+    }
+
+    /// Check that this scalar is representable in `dtype` (submission-time check).
+    pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
+        let ok = match dtype {
+            DType::C64 | DType::C128 => true,
+            DType::F32 | DType::F64 => self.im == 0.0,
+            _ => {
+                let (lo, hi) = int_range(dtype);
+                self.im == 0.0 && self.re.fract() == 0.0 && self.re >= lo && self.re <= hi
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::new(
+                Status::InvalidArgument,
+                origin,
+                format!("scalar {}{:+}i is not representable as {}", self.re, self.im, dtype.name()),
+            ))
+        }
+    }
+}
+
+fn int_range(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        // Beyond 2^53 a double no longer names every integer; stay exact.
+        DType::I64 => (-(2f64.powi(53)), 2f64.powi(53)),
+        DType::U8 => (0.0, u8::MAX as f64),
+        DType::U16 => (0.0, u16::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::U64 => (0.0, 2f64.powi(53)),
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
+    }
+}
+
+/// A Rust element type with a runtime dtype tag. Arithmetic used by the native
+/// kernels is defined here so that every dtype goes through one generic path.
+pub trait Element: Copy + Send + Sync + 'static + PartialEq + std::fmt::Debug {
+    const DTYPE: DType;
+    /// Convert a checked scalar (see [`Scalar::check_for`]).
+    fn from_scalar(s: Scalar) -> Self;
+    fn zero() -> Self;
+    fn mul(self, other: Self) -> Self;
+    fn add(self, other: Self) -> Self;
+    /// Complex conjugate (identity for real types).
+    fn conj(self) -> Self;
+}
+
+macro_rules! real_element {
+    ($t:ty, $d:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            fn from_scalar(s: Scalar) -> Self {
+                s.re as $t
+            }
+            fn zero() -> Self {
+                0 as $t
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn conj(self) -> Self {
+                self
+            }
+        }
+    };
+}
+
+macro_rules! int_element {
+    ($t:ty, $d:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            fn from_scalar(s: Scalar) -> Self {
+                s.re as $t
+            }
+            fn zero() -> Self {
+                0
+            }
+            // Integer arithmetic wraps, like C unsigned arithmetic: a kernel never panics.
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn conj(self) -> Self {
+                self
+            }
+        }
+    };
+}
+
+real_element!(f32, DType::F32);
+real_element!(f64, DType::F64);
+int_element!(i8, DType::I8);
+int_element!(i16, DType::I16);
+int_element!(i32, DType::I32);
+int_element!(i64, DType::I64);
+int_element!(u8, DType::U8);
+int_element!(u16, DType::U16);
+int_element!(u32, DType::U32);
+int_element!(u64, DType::U64);
+
+impl Element for Complex32 {
+    const DTYPE: DType = DType::C64;
+    fn from_scalar(s: Scalar) -> Self {
+        Complex32::new(s.re as f32, s.im as f32)
+    }
+    fn zero() -> Self {
+        Complex32::new(0.0, 0.0)
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn conj(self) -> Self {
+        Complex32::conj(&self)
+    }
+}
+
+impl Element for Complex64 {
+    const DTYPE: DType = DType::C128;
+    fn from_scalar(s: Scalar) -> Self {
+        Complex64::new(s.re, s.im)
+    }
+    fn zero() -> Self {
+        Complex64::new(0.0, 0.0)
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn conj(self) -> Self {
+        Complex64::conj(&self)
+    }
+}
+
+/// Call `$body` with `$T` bound to the Rust element type of `$dtype`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_element_type {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::DType;
+        match $dtype {
+            DType::F32 => { type $T = f32; $body }
+            DType::F64 => { type $T = f64; $body }
+            DType::C64 => { type $T = num_complex::Complex32; $body }
+            DType::C128 => { type $T = num_complex::Complex64; $body }
+            DType::I8 => { type $T = i8; $body }
+            DType::I16 => { type $T = i16; $body }
+            DType::I32 => { type $T = i32; $body }
+            DType::I64 => { type $T = i64; $body }
+            DType::U8 => { type $T = u8; $body }
+            DType::U16 => { type $T = u16; $body }
+            DType::U32 => { type $T = u32; $body }
+            DType::U64 => { type $T = u64; $body }
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_checks() {
+        assert!(Scalar::real(3.0).check_for(DType::I32, "t").is_ok());
+        assert_eq!(Scalar::real(3.5).check_for(DType::I32, "t").unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(Scalar::real(-1.0).check_for(DType::U8, "t").unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(Scalar::complex(1.0, 1.0).check_for(DType::F64, "t").unwrap_err().status(), Status::InvalidArgument);
+        assert!(Scalar::complex(1.0, 1.0).check_for(DType::C64, "t").is_ok());
+    }
+
+    #[test]
+    fn sizes_match_rust_types() {
+        assert_eq!(DType::C64.size(), std::mem::size_of::<Complex32>());
+        assert_eq!(DType::C128.size(), std::mem::size_of::<Complex64>());
+        assert_eq!(DType::C128.align(), std::mem::align_of::<Complex64>());
+    }
+}

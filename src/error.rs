@@ -1,0 +1,263 @@
+//! Status codes and error values.
+//!
+//! Errors are values (SPEC §2.2): a failed operation poisons what it writes
+//! with an [`Error`], and every later reader or updater fails with that same
+//! object (shared, never re-worded). Status codes are stable and never reused;
+//! the C ABI returns them as `ta_status`.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// A stable status code. Values are part of the ABI: never renumber or reuse one.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Success.
+    Ok = 0,
+    /// The operation has not completed yet.
+    Pending = 1,
+    /// A wait ran out of time before the operation completed.
+    Timeout = 2,
+    /// A required handle argument was NULL.
+    NullHandle = 10,
+    /// The handle was valid once but its object has been freed.
+    StaleHandle = 11,
+    /// The handle was already freed.
+    DoubleFree = 12,
+    /// The handle refers to an object of another type.
+    WrongHandleType = 13,
+    /// The value is not a handle this library issued.
+    InvalidHandle = 14,
+    /// A required pointer argument was NULL.
+    NullPointer = 15,
+    /// An argument is outside its allowed range.
+    InvalidArgument = 20,
+    /// Operand dtypes do not fit the operation.
+    DtypeMismatch = 21,
+    /// Operand shapes do not fit the operation.
+    ShapeMismatch = 22,
+    /// Operands live in different domains.
+    DomainMismatch = 23,
+    /// The output is read-only.
+    ReadOnly = 24,
+    /// The output shares the epoch queue of an input.
+    Alias = 25,
+    /// The tensor has no value yet.
+    Unconstructed = 26,
+    /// The tensor's shape is not known at submission.
+    ShapeUnknown = 27,
+    /// The operation is not supported for these operands.
+    Unsupported = 28,
+    /// An index or range is out of bounds.
+    OutOfRange = 29,
+    /// A caller buffer is too small for the result.
+    BufferTooSmall = 30,
+    /// A user kernel reported failure.
+    KernelFailed = 40,
+    /// The operation was cancelled before it ran.
+    Cancelled = 41,
+    /// The runtime is shut down and accepts no work.
+    Shutdown = 42,
+    /// Blocking here would deadlock (for example, a kernel waiting on its own output).
+    WouldDeadlock = 43,
+    /// Memory could not be allocated.
+    OutOfMemory = 44,
+    /// A panic was caught inside the library or a Rust kernel.
+    Panic = 45,
+    /// Every backend declined the operation.
+    NoBackend = 46,
+    /// CUDA is not available (no driver or no device).
+    CudaUnavailable = 50,
+    /// A CUDA call failed.
+    CudaError = 51,
+    /// An internal invariant failed; please report it.
+    Internal = 99,
+}
+
+impl Status {
+    /// Every status, in value order.
+    pub const ALL: &'static [Status] = &[
+        Status::Ok,
+        Status::Pending,
+        Status::Timeout,
+        Status::NullHandle,
+        Status::StaleHandle,
+        Status::DoubleFree,
+        Status::WrongHandleType,
+        Status::InvalidHandle,
+        Status::NullPointer,
+        Status::InvalidArgument,
+        Status::DtypeMismatch,
+        Status::ShapeMismatch,
+        Status::DomainMismatch,
+        Status::ReadOnly,
+        Status::Alias,
+        Status::Unconstructed,
+        Status::ShapeUnknown,
+        Status::Unsupported,
+        Status::OutOfRange,
+        Status::BufferTooSmall,
+        Status::KernelFailed,
+        Status::Cancelled,
+        Status::Shutdown,
+        Status::WouldDeadlock,
+        Status::OutOfMemory,
+        Status::Panic,
+        Status::NoBackend,
+        Status::CudaUnavailable,
+        Status::CudaError,
+        Status::Internal,
+    ];
+
+    /// The status with this numeric value, if any.
+    pub fn from_u32(v: u32) -> Option<Status> {
+        Status::ALL.iter().copied().find(|s| *s as u32 == v)
+    }
+
+    /// The C name of the status (`TA_STATUS_...`), as it appears in the header.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "TA_STATUS_OK",
+            Status::Pending => "TA_STATUS_PENDING",
+            Status::Timeout => "TA_STATUS_TIMEOUT",
+            Status::NullHandle => "TA_STATUS_NULL_HANDLE",
+            Status::StaleHandle => "TA_STATUS_STALE_HANDLE",
+            Status::DoubleFree => "TA_STATUS_DOUBLE_FREE",
+            Status::WrongHandleType => "TA_STATUS_WRONG_HANDLE_TYPE",
+            Status::InvalidHandle => "TA_STATUS_INVALID_HANDLE",
+            Status::NullPointer => "TA_STATUS_NULL_POINTER",
+            Status::InvalidArgument => "TA_STATUS_INVALID_ARGUMENT",
+            Status::DtypeMismatch => "TA_STATUS_DTYPE_MISMATCH",
+            Status::ShapeMismatch => "TA_STATUS_SHAPE_MISMATCH",
+            Status::DomainMismatch => "TA_STATUS_DOMAIN_MISMATCH",
+            Status::ReadOnly => "TA_STATUS_READ_ONLY",
+            Status::Alias => "TA_STATUS_ALIAS",
+            Status::Unconstructed => "TA_STATUS_UNCONSTRUCTED",
+            Status::ShapeUnknown => "TA_STATUS_SHAPE_UNKNOWN",
+            Status::Unsupported => "TA_STATUS_UNSUPPORTED",
+            Status::OutOfRange => "TA_STATUS_OUT_OF_RANGE",
+            Status::BufferTooSmall => "TA_STATUS_BUFFER_TOO_SMALL",
+            Status::KernelFailed => "TA_STATUS_KERNEL_FAILED",
+            Status::Cancelled => "TA_STATUS_CANCELLED",
+            Status::Shutdown => "TA_STATUS_SHUTDOWN",
+            Status::WouldDeadlock => "TA_STATUS_WOULD_DEADLOCK",
+            Status::OutOfMemory => "TA_STATUS_OUT_OF_MEMORY",
+            Status::Panic => "TA_STATUS_PANIC",
+            Status::NoBackend => "TA_STATUS_NO_BACKEND",
+            Status::CudaUnavailable => "TA_STATUS_CUDA_UNAVAILABLE",
+            Status::CudaError => "TA_STATUS_CUDA_ERROR",
+            Status::Internal => "TA_STATUS_INTERNAL",
+        }
+    }
+
+    /// A one-line description of the status.
+    pub fn description(self) -> &'static str {
+        match self {
+            Status::Ok => "success",
+            Status::Pending => "the operation has not completed yet",
+            Status::Timeout => "the wait timed out before the operation completed",
+            Status::NullHandle => "a required handle was NULL",
+            Status::StaleHandle => "the handle refers to an object that has been freed",
+            Status::DoubleFree => "the handle was already freed",
+            Status::WrongHandleType => "the handle refers to an object of another type",
+            Status::InvalidHandle => "the value is not a handle issued by this library",
+            Status::NullPointer => "a required pointer argument was NULL",
+            Status::InvalidArgument => "an argument is outside its allowed range",
+            Status::DtypeMismatch => "operand dtypes do not fit the operation",
+            Status::ShapeMismatch => "operand shapes do not fit the operation",
+            Status::DomainMismatch => "operands live in different domains",
+            Status::ReadOnly => "the output is read-only",
+            Status::Alias => "the output shares the epoch queue of an input",
+            Status::Unconstructed => "the tensor is unconstructed (it has no value yet)",
+            Status::ShapeUnknown => "the tensor's shape is not known at submission",
+            Status::Unsupported => "the operation is not supported for these operands",
+            Status::OutOfRange => "an index or range is out of bounds",
+            Status::BufferTooSmall => "a caller-provided buffer is too small",
+            Status::KernelFailed => "a user kernel reported failure",
+            Status::Cancelled => "the operation was cancelled before it ran",
+            Status::Shutdown => "the runtime is shut down",
+            Status::WouldDeadlock => "blocking here would deadlock",
+            Status::OutOfMemory => "memory could not be allocated",
+            Status::Panic => "a panic was caught",
+            Status::NoBackend => "every backend declined the operation",
+            Status::CudaUnavailable => "CUDA is not available",
+            Status::CudaError => "a CUDA call failed",
+            Status::Internal => "internal error",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+struct ErrorInner {
+    status: Status,
+    code: i64,
+    message: String,
+    origin: Cow<'static, str>,
+}
+
+/// An error object: a status, a message, and the name of the operation where
+/// it started. Cloning shares the same object, so a propagated error is the
+/// original, not a copy with new words.
+#[derive(Clone)]
+pub struct Error(Arc<ErrorInner>);
+
+impl Error {
+    /// A new error started by the operation `origin`.
+    pub fn new(status: Status, origin: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::with_code(status, origin, message, status as i64)
+    }
+
+    /// A new error that also carries a raw code (for example a user kernel's return value).
+    pub fn with_code(
+        status: Status,
+        origin: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+        code: i64,
+    ) -> Self {
+        Error(Arc::new(ErrorInner { status, code, message: message.into(), origin: origin.into() }))
+    }
+
+    /// The status code.
+    pub fn status(&self) -> Status {
+        self.0.status
+    }
+    /// The raw code (the status value unless a kernel returned its own code).
+    pub fn code(&self) -> i64 {
+        self.0.code
+    }
+    /// The detailed message.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+    /// The name of the operation where the error started.
+    pub fn origin(&self) -> &str {
+        &self.0.origin
+    }
+    /// Whether two errors are the same object (propagated rather than re-created).
+    pub fn same_as(&self, other: &Error) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (in {})", self.status(), self.message(), self.origin())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result with the library's error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,138 @@
+//! Status names and error objects.
+
+use std::ffi::{c_char, CString};
+use std::sync::OnceLock;
+
+use super::handles::{Kind, Object};
+use super::{error_arg, guard, make_handle, need, put, raw, ta_error, ta_status, LAST_ERROR};
+use crate::error::Status;
+
+fn strings() -> &'static Vec<(Status, CString, CString)> {
+    static S: OnceLock<Vec<(Status, CString, CString)>> = OnceLock::new();
+    S.get_or_init(|| {
+        Status::ALL
+            .iter()
+            .map(|s| (*s, CString::new(s.name()).unwrap(), CString::new(s.description()).unwrap()))
+            .collect()
+    })
+}
+
+fn lookup(status: ta_status) -> Option<&'static (Status, CString, CString)> {
+    strings().iter().find(|(s, _, _)| *s as ta_status == status)
+}
+
+/// The name of a status (for example `"TA_STATUS_STALE_HANDLE"`), as a static
+/// string; `"TA_STATUS_UNKNOWN"` for a value that is not a status. Never fails.
+#[no_mangle]
+pub extern "C" fn ta_status_name(status: ta_status) -> *const c_char {
+    match lookup(status) {
+        Some((_, n, _)) => n.as_ptr(),
+        None => c"TA_STATUS_UNKNOWN".as_ptr(),
+    }
+}
+
+/// A one-line description of a status, as a static string; `"unknown status"`
+/// for a value that is not a status. Never fails.
+#[no_mangle]
+pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
+    match lookup(status) {
+        Some((_, _, d)) => d.as_ptr(),
+        None => c"unknown status".as_ptr(),
+    }
+}
+
+/// Copy `s` into `buf` (capacity `cap` bytes, always NUL-terminated when
+/// `cap > 0`, truncated if needed) and store its full length in `*len`.
+fn copy_str(s: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
+    if !buf.is_null() && cap > 0 {
+        let n = s.len().min(cap - 1);
+        // SAFETY: the caller gave `cap` writable bytes at `buf`; we write n + 1 <= cap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    }
+    if !len.is_null() {
+        put(len, s.len());
+    }
+}
+
+/// The status of an error object.
+#[no_mangle]
+pub extern "C" fn ta_error_status(error: *const ta_error, status_out: *mut ta_status) -> ta_status {
+    guard("ta_error_status", std::ptr::null_mut(), || {
+        need(status_out, "ta_error_status", "status_out")?;
+        let e = error_arg(error, "ta_error_status", "error")?;
+        put(status_out, e.status() as ta_status);
+        Ok(())
+    })
+}
+
+/// The raw code of an error object: the status value, or for a failed user
+/// kernel the value it returned.
+#[no_mangle]
+pub extern "C" fn ta_error_code(error: *const ta_error, code_out: *mut i64) -> ta_status {
+    guard("ta_error_code", std::ptr::null_mut(), || {
+        need(code_out, "ta_error_code", "code_out")?;
+        let e = error_arg(error, "ta_error_code", "error")?;
+        put(code_out, e.code());
+        Ok(())
+    })
+}
+
+/// Copy the error's message into `buf` (`cap` bytes, NUL-terminated, truncated
+/// if needed; `buf` may be NULL when `cap` is 0) and store its full length,
+/// without the NUL, in `*len_out` (may be NULL).
+#[no_mangle]
+pub extern "C" fn ta_error_message(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
+    guard("ta_error_message", std::ptr::null_mut(), || {
+        let e = error_arg(error, "ta_error_message", "error")?;
+        copy_str(e.message(), buf, cap, len_out);
+        Ok(())
+    })
+}
+
+/// Copy the name of the operation where the error started, as `ta_error_message` does.
+#[no_mangle]
+pub extern "C" fn ta_error_origin(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
+    guard("ta_error_origin", std::ptr::null_mut(), || {
+        let e = error_arg(error, "ta_error_origin", "error")?;
+        copy_str(e.origin(), buf, cap, len_out);
+        Ok(())
+    })
+}
+
+/// Whether two error handles refer to the same error object (a propagated
+/// error is the original object, not a copy). Stores 1 or 0 in `*same_out`.
+#[no_mangle]
+pub extern "C" fn ta_error_same(a: *const ta_error, b: *const ta_error, same_out: *mut i32) -> ta_status {
+    guard("ta_error_same", std::ptr::null_mut(), || {
+        need(same_out, "ta_error_same", "same_out")?;
+        let x = error_arg(a, "ta_error_same", "a")?;
+        let y = error_arg(b, "ta_error_same", "b")?;
+        put(same_out, x.same_as(&y) as i32);
+        Ok(())
+    })
+}
+
+/// Free an error object. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn ta_error_free(error: *mut ta_error) -> ta_status {
+    super::free_handle(raw(error), Kind::Error)
+}
+
+/// A new handle to the calling thread's most recent error, or NULL if no call
+/// on this thread has failed. Prefer the `error` out-parameters: a thread's
+/// last error is overwritten by its next failure.
+#[no_mangle]
+pub extern "C" fn ta_last_error(error_out: *mut *mut ta_error) -> ta_status {
+    guard("ta_last_error", std::ptr::null_mut(), || {
+        need(error_out, "ta_last_error", "error_out")?;
+        let h = match LAST_ERROR.with(|l| l.borrow().clone()) {
+            Some(e) => make_handle(Object::Error(e), "ta_last_error")?,
+            None => std::ptr::null_mut(),
+        };
+        put(error_out, h);
+        Ok(())
+    })
+}

@@ -1,0 +1,258 @@
+//! Generational handle table.
+//!
+//! A C handle is never a pointer to Rust memory: it is a 64-bit value
+//! `kind << 56 | generation << 32 | index`, cast to an opaque pointer type.
+//! The library never dereferences it; it looks the index up in a table and
+//! checks the kind and the generation. So a NULL, stale, double-freed, forged
+//! or wrong-type handle yields a status instead of undefined behaviour.
+//!
+//! Each slot's generation is bumped when its object is freed. A handle whose
+//! generation is older than its slot's was freed: using it is `StaleHandle`,
+//! freeing it again is `DoubleFree`. Generations have 24 bits; a slot would
+//! have to be reused 16 million times before an old handle could alias a new one.
+//!
+//! The table is split into shards, each behind its own reader-writer lock, so
+//! that threads submitting work (lookups) rarely contend with each other.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::RwLock;
+
+use crate::error::Status;
+use crate::runtime::{CompletionQueue, Event, Runtime};
+use crate::value::Tensor;
+use crate::Error;
+
+/// The type of object a handle refers to (stored in the handle's top byte).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    Runtime = 1,
+    Tensor = 2,
+    Event = 3,
+    Cq = 4,
+    Error = 5,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Runtime,
+            2 => Kind::Tensor,
+            3 => Kind::Event,
+            4 => Kind::Cq,
+            5 => Kind::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// An object reachable from C.
+#[derive(Clone)]
+pub(crate) enum Object {
+    Runtime(Runtime),
+    Tensor(Tensor),
+    Event(Event),
+    Cq(CompletionQueue),
+    Error(Error),
+}
+
+impl Object {
+    fn kind(&self) -> Kind {
+        match self {
+            Object::Runtime(_) => Kind::Runtime,
+            Object::Tensor(_) => Kind::Tensor,
+            Object::Event(_) => Kind::Event,
+            Object::Cq(_) => Kind::Cq,
+            Object::Error(_) => Kind::Error,
+        }
+    }
+}
+
+const SHARDS: usize = 16;
+const GEN_BITS: u32 = 24;
+const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
+
+struct Slot {
+    /// Current generation (1-based); bumped when the object is freed.
+    gen: u32,
+    obj: Option<Object>,
+}
+
+#[derive(Default)]
+struct Shard {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+fn table() -> &'static [RwLock<Shard>; SHARDS] {
+    static T: OnceLock<[RwLock<Shard>; SHARDS]> = OnceLock::new();
+    T.get_or_init(|| std::array::from_fn(|_| RwLock::new(Shard::default())))
+}
+
+thread_local! {
+    /// Which shard this thread inserts into (spreads threads over shards).
+    static HOME: Cell<usize> = Cell::new({
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS
+    });
+}
+
+struct Decoded {
+    kind: u8,
+    gen: u32,
+    shard: usize,
+    slot: usize,
+}
+
+fn decode(h: u64) -> Decoded {
+    let index = (h & 0xffff_ffff) as usize;
+    Decoded {
+        kind: (h >> 56) as u8,
+        gen: ((h >> 32) & GEN_MASK) as u32,
+        shard: index % SHARDS,
+        slot: index / SHARDS,
+    }
+}
+
+fn encode(kind: Kind, gen: u32, shard: usize, slot: usize) -> Option<u64> {
+    let index = slot.checked_mul(SHARDS)?.checked_add(shard)?;
+    let index = u32::try_from(index).ok()?;
+    Some((kind as u64) << 56 | (gen as u64) << 32 | index as u64)
+}
+
+/// Store `obj` and return its handle (`None` only if the table is full).
+pub(crate) fn insert(obj: Object) -> Option<u64> {
+    let kind = obj.kind();
+    let shard = HOME.with(|h| h.get());
+    let mut s = table()[shard].write();
+    let slot = match s.free.pop() {
+        Some(i) => i as usize,
+        None => {
+            s.slots.push(Slot { gen: 1, obj: None });
+            s.slots.len() - 1
+        }
+    };
+    let Some(h) = encode(kind, s.slots[slot].gen, shard, slot) else {
+        s.free.push(slot as u32);
+        return None;
+    };
+    s.slots[slot].obj = Some(obj);
+    Some(h)
+}
+
+/// Classify a handle that does not name a live object.
+fn why_not(d: &Decoded, slot: Option<&Slot>) -> Status {
+    match slot {
+        Some(s) if d.gen != 0 && d.gen < s.gen => Status::StaleHandle,
+        _ => Status::InvalidHandle,
+    }
+}
+
+/// The object behind `h`, which must be of `kind`.
+pub(crate) fn get(h: u64, kind: Kind) -> Result<Object, Status> {
+    if h == 0 {
+        return Err(Status::NullHandle);
+    }
+    let d = decode(h);
+    match Kind::from_u8(d.kind) {
+        None => return Err(Status::InvalidHandle),
+        Some(k) if k != kind => {
+            // Only call it a wrong type if it really names a live object of that type.
+            return Err(match lookup(&d) {
+                Ok(_) => Status::WrongHandleType,
+                Err(s) => s,
+            });
+        }
+        Some(_) => {}
+    }
+    lookup(&d)
+}
+
+fn lookup(d: &Decoded) -> Result<Object, Status> {
+    let s = table()[d.shard].read();
+    let slot = s.slots.get(d.slot);
+    match slot {
+        Some(Slot { gen, obj: Some(o) }) if *gen == d.gen && o.kind() as u8 == d.kind => Ok(o.clone()),
+        _ => Err(why_not(d, slot)),
+    }
+}
+
+/// Free the object behind `h` (of `kind`). NULL is a no-op. The object is
+/// dropped after the table lock is released, since dropping can run user
+/// release callbacks.
+pub(crate) fn remove(h: u64, kind: Kind) -> Status {
+    if h == 0 {
+        return Status::Ok;
+    }
+    let d = decode(h);
+    match Kind::from_u8(d.kind) {
+        None => return Status::InvalidHandle,
+        Some(k) if k != kind => {
+            return match lookup(&d) {
+                Ok(_) => Status::WrongHandleType,
+                Err(Status::StaleHandle) => Status::DoubleFree,
+                Err(s) => s,
+            }
+        }
+        Some(_) => {}
+    }
+    let taken = {
+        let mut s = table()[d.shard].write();
+        let Some(slot) = s.slots.get_mut(d.slot) else {
+            return Status::InvalidHandle;
+        };
+        if d.gen == 0 || d.gen > slot.gen || slot.obj.is_none() && d.gen == slot.gen {
+            return Status::InvalidHandle;
+        }
+        if d.gen < slot.gen {
+            return Status::DoubleFree;
+        }
+        let obj = slot.obj.take();
+        slot.gen = if slot.gen as u64 == GEN_MASK { 1 } else { slot.gen + 1 };
+        s.free.push(d.slot as u32);
+        obj
+    };
+    drop(taken);
+    Status::Ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev() -> Object {
+        Object::Event(Event::new())
+    }
+
+    #[test]
+    fn lifecycle_statuses() {
+        let h = insert(ev()).unwrap();
+        assert!(get(h, Kind::Event).is_ok());
+        assert_eq!(get(h, Kind::Tensor).err(), Some(Status::WrongHandleType));
+        assert_eq!(remove(h, Kind::Tensor), Status::WrongHandleType);
+        assert_eq!(remove(h, Kind::Event), Status::Ok);
+        assert_eq!(get(h, Kind::Event).err(), Some(Status::StaleHandle));
+        assert_eq!(remove(h, Kind::Event), Status::DoubleFree);
+        // The slot is reused with a new generation; the old handle stays stale.
+        let h2 = insert(ev()).unwrap();
+        assert_ne!(h, h2);
+        assert_eq!(get(h, Kind::Event).err(), Some(Status::StaleHandle));
+        assert_eq!(remove(h, Kind::Event), Status::DoubleFree);
+        assert!(get(h2, Kind::Event).is_ok());
+        assert_eq!(remove(h2, Kind::Event), Status::Ok);
+    }
+
+    #[test]
+    fn null_and_forged() {
+        assert_eq!(get(0, Kind::Tensor).err(), Some(Status::NullHandle));
+        assert_eq!(remove(0, Kind::Tensor), Status::Ok);
+        assert_eq!(get(0xdead_beef, Kind::Tensor).err(), Some(Status::InvalidHandle));
+        assert_eq!(get(0x7f00_0000_0000_0001, Kind::Tensor).err(), Some(Status::InvalidHandle));
+        let forged = (Kind::Tensor as u64) << 56 | (GEN_MASK << 32) | 0xffff_fff0;
+        assert_eq!(get(forged, Kind::Tensor).err(), Some(Status::InvalidHandle));
+        assert_eq!(remove(forged, Kind::Tensor), Status::InvalidHandle);
+    }
+}

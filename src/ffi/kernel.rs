@@ -1,0 +1,172 @@
+//! User kernels from C.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr};
+
+use smallvec::SmallVec;
+
+use super::ops::submit_with;
+use super::tensor::array_arg;
+use super::{guard, need, tensor_arg};
+use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
+use crate::error::{Error, Status};
+use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult};
+use crate::queue::Mode;
+
+thread_local! {
+    /// Contexts of the C kernels running on this thread (innermost last).
+    static ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+type CKernel = unsafe extern "C" fn(*const ta_view, usize, *mut c_void, *mut ta_kernel_ctx) -> ta_status;
+
+/// Calls the C kernel stored in `data` (function pointer, userdata).
+fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
+    // SAFETY: data[0] was made from a non-NULL `CKernel` in `ta_kernel_submit`.
+    let f: CKernel = unsafe { std::mem::transmute::<usize, CKernel>(data[0]) };
+    let views: SmallVec<[ta_view; 4]> = call
+        .views()
+        .iter()
+        .map(|v| ta_view {
+            data: v.ptr.cast(),
+            extents: v.extents.as_ptr(),
+            strides: v.strides.as_ptr(),
+            rank: v.extents.len(),
+            dtype: v.dtype as u32,
+            mode: v.mode as u32,
+            domain: v.domain.to_i32(),
+            conj: v.conj as u8,
+        })
+        .collect();
+    let ctx = call as *mut KernelCall<'_> as usize;
+    ACTIVE.with(|a| a.borrow_mut().push(ctx));
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            ACTIVE.with(|a| a.borrow_mut().pop());
+        }
+    }
+    let _pop = Pop;
+    // SAFETY: calling the user's kernel with views valid for the call.
+    let rc = unsafe { f(views.as_ptr(), views.len(), data[1] as *mut c_void, ctx as *mut ta_kernel_ctx) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(KernelFailure { code: rc as i64, message: None })
+    }
+}
+
+/// Run `f` with the kernel call behind `ctx`, if `ctx` is a kernel running on this thread.
+fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mut KernelCall<'_>) -> R) -> Result<R, Error> {
+    if ctx.is_null() {
+        return Err(Error::new(Status::NullHandle, origin, "argument `ctx` is NULL"));
+    }
+    let live = ACTIVE.with(|a| a.borrow().contains(&(ctx as usize)));
+    if !live {
+        return Err(Error::new(
+            Status::InvalidHandle,
+            origin,
+            "`ctx` is not a kernel context running on this thread (it is only valid during the kernel call)",
+        ));
+    }
+    // SAFETY: `ctx` is in ACTIVE, so it points at the KernelCall of a kernel
+    // that is running on this thread right now (popped before it returns).
+    Ok(f(unsafe { &mut *(ctx as *mut KernelCall<'_>) }))
+}
+
+/// Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
+/// accesses are granted, with one resolved view per entry of `accesses`, in
+/// order. `name` (may be NULL) names the operation in error objects. A return
+/// value other than `TA_STATUS_OK` fails the operation and poisons every
+/// operand the kernel writes (`TA_MODE_WRITE` or `TA_MODE_UPDATE`); the
+/// message is the one set with `ta_kernel_set_error`, if any. Declaring the
+/// same tensor as input and output is rejected with `TA_STATUS_ALIAS`: use one
+/// `TA_MODE_UPDATE` access. The kernel may submit operations, but must not
+/// wait on a tensor it accesses (that wait fails with `TA_STATUS_WOULD_DEADLOCK`).
+#[no_mangle]
+pub extern "C" fn ta_kernel_submit(
+    kernel: ta_kernel_fn,
+    userdata: *mut c_void,
+    name: *const c_char,
+    accesses: *const ta_access,
+    naccesses: usize,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_kernel_submit";
+    guard(O, error, || {
+        let Some(f) = kernel else {
+            return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
+        };
+        let acc = array_arg(accesses, naccesses, O, "accesses")?;
+        let mut tensors: SmallVec<[(crate::Tensor, Mode); 4]> = SmallVec::new();
+        for (i, a) in acc.iter().enumerate() {
+            let t = tensor_arg(a.tensor, O, "accesses[].tensor")?;
+            let m = Mode::from_u32(a.mode)
+                .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
+            tensors.push((t, m));
+        }
+        let name: Cow<'static, str> = if name.is_null() {
+            Cow::Borrowed("kernel")
+        } else {
+            // SAFETY: a non-NULL name is a NUL-terminated string by the C contract.
+            Cow::Owned(unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+        };
+        let operands: SmallVec<[(&crate::Tensor, Mode); 4]> = tensors.iter().map(|(t, m)| (t, *m)).collect();
+        let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
+        submit_with(O, opts, event_out, |s| ops::kernel(name, &operands, k, s))
+    })
+}
+
+/// Set the message of the error a running kernel is about to return. `ctx`
+/// is the context passed to the kernel; it is valid only during that call
+/// and on that thread (`TA_STATUS_INVALID_HANDLE` otherwise).
+#[no_mangle]
+pub extern "C" fn ta_kernel_set_error(ctx: *mut ta_kernel_ctx, message: *const c_char) -> ta_status {
+    const O: &str = "ta_kernel_set_error";
+    guard(O, std::ptr::null_mut(), || {
+        need(message, O, "message")?;
+        // SAFETY: a non-NULL message is a NUL-terminated string by the C contract.
+        let msg = unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned();
+        with_ctx(ctx, O, |c| c.set_message(msg))
+    })
+}
+
+struct RangeFn {
+    f: unsafe extern "C" fn(usize, usize, *mut c_void),
+    ud: usize,
+}
+
+/// From inside a kernel, run `range(begin, end, userdata)` over pieces of
+/// `[begin, end)` of at least `grain` items, in parallel on the runtime's own
+/// workers, and return when all pieces are done. Parallel kernels written this
+/// way share the cores with other tasks instead of oversubscribing them.
+/// `range` may run on several threads at once.
+#[no_mangle]
+pub extern "C" fn ta_kernel_parallel_for(
+    ctx: *mut ta_kernel_ctx,
+    begin: usize,
+    end: usize,
+    grain: usize,
+    range: ta_range_fn,
+    userdata: *mut c_void,
+) -> ta_status {
+    const O: &str = "ta_kernel_parallel_for";
+    guard(O, std::ptr::null_mut(), || {
+        let Some(f) = range else {
+            return Err(Error::new(Status::NullPointer, O, "argument `range` is NULL"));
+        };
+        if begin > end {
+            return Err(Error::new(Status::InvalidArgument, O, "begin > end"));
+        }
+        let r = RangeFn { f, ud: userdata as usize };
+        with_ctx(ctx, O, |c| {
+            c.parallel_for(begin..end, grain, &|piece| {
+                // SAFETY: the user's range function with its own userdata.
+                unsafe { (r.f)(piece.start, piece.end, r.ud as *mut c_void) }
+            })
+        })
+    })
+}

@@ -1,0 +1,211 @@
+//! Submitting operations: fill, scale, axpy, copies.
+
+use std::ffi::c_void;
+
+use super::handles::Object;
+use super::tensor::{array_arg, layout_arg};
+use super::{cq_arg, guard, make_handle, need, put, runtime_arg, tensor_arg};
+use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
+use crate::dispatch::Selector;
+use crate::dtype::Scalar;
+use crate::error::{Error, Status};
+use crate::layout::Order;
+use crate::ops::{self, Submit};
+use crate::runtime::{CompletionQueue, Event, Runtime};
+
+struct SendPtr(*mut c_void);
+// SAFETY: the userdata pointer is only handed back to the user's callback,
+// which the user declared callable from any thread.
+unsafe impl Send for SendPtr {}
+
+/// Owned submission options decoded from a `ta_submit`.
+pub(crate) struct Opts {
+    runtime: Option<Runtime>,
+    cq: Option<(CompletionQueue, u64)>,
+    callback: Option<crate::runtime::event::Callback>,
+    selector: Selector,
+}
+
+impl Opts {
+    pub(crate) fn decode(opts: *const ta_submit, origin: &'static str) -> Result<Opts, Error> {
+        if opts.is_null() {
+            return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO });
+        }
+        // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
+        let o = unsafe { *opts };
+        let runtime = if o.runtime.is_null() { None } else { Some(runtime_arg(o.runtime, origin, "opts.runtime")?) };
+        let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
+        let selector = Selector::from_mask(o.backends)
+            .ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends)))?;
+        let callback = o.callback.map(|f| {
+            let ud = SendPtr(o.callback_userdata);
+            Box::new(move |r: &crate::Result<()>| {
+                let ud = &ud;
+                let status = match r {
+                    Ok(()) => Status::Ok,
+                    Err(e) => e.status(),
+                };
+                // SAFETY: the user's callback, called once with its own userdata.
+                unsafe { f(status as ta_status, ud.0) }
+            }) as crate::runtime::event::Callback
+        });
+        Ok(Opts { runtime, cq, callback, selector })
+    }
+
+    fn submit(&mut self, event: bool) -> Submit<'_> {
+        Submit {
+            runtime: self.runtime.as_ref(),
+            event,
+            callback: self.callback.take(),
+            cq: self.cq.as_ref().map(|(q, t)| (q, *t)),
+            selector: self.selector,
+            trace: None,
+        }
+    }
+}
+
+/// Decode options, run the submission, and store the event handle if asked.
+pub(crate) fn submit_with(
+    origin: &'static str,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
+) -> Result<(), Error> {
+    let mut o = Opts::decode(opts, origin)?;
+    let ev = f(o.submit(!event_out.is_null()))?;
+    if let Some(ev) = ev {
+        put(event_out, make_handle(Object::Event(ev), origin)?);
+    }
+    Ok(())
+}
+
+fn scalar(s: ta_scalar) -> Scalar {
+    Scalar { re: s.re, im: s.im }
+}
+
+/// Set every element of `tensor` to `value` (an overwrite: a poisoned tensor
+/// becomes clean). `opts` may be NULL; `event_out` (may be NULL) receives an
+/// event for the operation.
+#[no_mangle]
+pub extern "C" fn ta_fill(
+    tensor: *const ta_tensor,
+    value: ta_scalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_fill";
+    guard(O, error, || {
+        let t = tensor_arg(tensor, O, "tensor")?;
+        submit_with(O, opts, event_out, |s| ops::fill(&t, scalar(value), s))
+    })
+}
+
+/// `x = alpha * x` (an update: a poisoned `x` fails the operation).
+#[no_mangle]
+pub extern "C" fn ta_scale(
+    x: *const ta_tensor,
+    alpha: ta_scalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_scale";
+    guard(O, error, || {
+        let t = tensor_arg(x, O, "x")?;
+        submit_with(O, opts, event_out, |s| ops::scale(&t, scalar(alpha), s))
+    })
+}
+
+/// `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
+/// different values (`TA_STATUS_ALIAS`).
+#[no_mangle]
+pub extern "C" fn ta_axpy(
+    y: *const ta_tensor,
+    alpha: ta_scalar,
+    x: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_axpy";
+    guard(O, error, || {
+        let ty = tensor_arg(y, O, "y")?;
+        let tx = tensor_arg(x, O, "x")?;
+        submit_with(O, opts, event_out, |s| ops::axpy(&ty, scalar(alpha), &tx, s))
+    })
+}
+
+/// `dst = src` element by element, for any strides of either. Constructs an
+/// unconstructed `dst` (dense row-major) and clears a poison on `dst`.
+#[no_mangle]
+pub extern "C" fn ta_copy(
+    dst: *const ta_tensor,
+    src: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_copy";
+    guard(O, error, || {
+        let d = tensor_arg(dst, O, "dst")?;
+        let s = tensor_arg(src, O, "src")?;
+        submit_with(O, opts, event_out, |o| ops::copy(&d, &s, o))
+    })
+}
+
+/// Copy host memory into `dst` asynchronously. `src` holds `rank` extents of
+/// elements with `src_strides` (elements; NULL for dense row-major). An
+/// unconstructed `dst` is constructed with these extents; a constructed one
+/// must have them (`TA_STATUS_SHAPE_MISMATCH`). The memory at `src` must stay
+/// valid and unmodified until the operation completes (its event, callback or
+/// completion entry).
+#[no_mangle]
+pub extern "C" fn ta_copy_in(
+    dst: *const ta_tensor,
+    src: *const c_void,
+    rank: usize,
+    extents: *const usize,
+    src_strides: *const isize,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_copy_in";
+    guard(O, error, || {
+        let d = tensor_arg(dst, O, "dst")?;
+        let layout = layout_arg(rank, extents, src_strides, Order::RowMajor, O)?;
+        // SAFETY: forwarded C contract: `src` stays valid until completion.
+        submit_with(O, opts, event_out, |s| unsafe { ops::copy_in(&d, src.cast(), layout, s) })
+    })
+}
+
+/// Copy `src` out to host memory asynchronously. `dst` holds `capacity`
+/// elements, written with `dst_strides` (elements, one per axis of `src`;
+/// NULL for dense row-major). `TA_STATUS_BUFFER_TOO_SMALL` if the layout does
+/// not fit. The memory at `dst` must stay valid, and must not be read or
+/// written by the caller, until the operation completes.
+#[no_mangle]
+pub extern "C" fn ta_copy_out(
+    src: *const ta_tensor,
+    dst: *mut c_void,
+    capacity: usize,
+    dst_strides: *const isize,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_copy_out";
+    guard(O, error, || {
+        let s = tensor_arg(src, O, "src")?;
+        let strides = if dst_strides.is_null() {
+            None
+        } else {
+            let rank = s.layout().map(|l| l.rank()).unwrap_or(0);
+            Some(array_arg(dst_strides, rank, O, "dst_strides")?)
+        };
+        need(dst, O, "dst")?;
+        // SAFETY: forwarded C contract: `dst` stays valid until completion.
+        submit_with(O, opts, event_out, |o| unsafe { ops::copy_out(&s, dst.cast(), capacity, strides, o) })
+    })
+}

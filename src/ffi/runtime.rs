@@ -1,0 +1,83 @@
+//! Runtimes.
+
+use super::handles::{Kind, Object};
+use super::{guard, make_handle, need, put, raw, runtime_arg, ta_error, ta_runtime, ta_shutdown, ta_status};
+use super::{TA_SHUTDOWN_CANCEL, TA_SHUTDOWN_DRAIN};
+use crate::error::{Error, Status};
+use crate::runtime::{Runtime, ShutdownMode};
+
+/// Create a runtime with `threads` worker threads (0: one per available core).
+/// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
+#[no_mangle]
+pub extern "C" fn ta_runtime_new(threads: usize, runtime_out: *mut *mut ta_runtime, error: *mut *mut ta_error) -> ta_status {
+    guard("ta_runtime_new", error, || {
+        need(runtime_out, "ta_runtime_new", "runtime_out")?;
+        let rt = Runtime::new(threads)?;
+        put(runtime_out, make_handle(Object::Runtime(rt), "ta_runtime_new")?);
+        Ok(())
+    })
+}
+
+/// A new handle to the process-wide default runtime (created on first use with
+/// `TA_NUM_THREADS` workers, default one per core). Operations submitted with
+/// a NULL runtime run there. Freeing this handle does not stop the runtime.
+#[no_mangle]
+pub extern "C" fn ta_runtime_default(runtime_out: *mut *mut ta_runtime) -> ta_status {
+    guard("ta_runtime_default", std::ptr::null_mut(), || {
+        need(runtime_out, "ta_runtime_default", "runtime_out")?;
+        put(runtime_out, make_handle(Object::Runtime(Runtime::global().clone()), "ta_runtime_default")?);
+        Ok(())
+    })
+}
+
+/// Number of worker threads of a runtime.
+#[no_mangle]
+pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *mut usize) -> ta_status {
+    guard("ta_runtime_threads", std::ptr::null_mut(), || {
+        need(threads_out, "ta_runtime_threads", "threads_out")?;
+        put(threads_out, runtime_arg(runtime, "ta_runtime_threads", "runtime")?.threads());
+        Ok(())
+    })
+}
+
+/// Stop accepting work and drain (`TA_SHUTDOWN_DRAIN`: run everything
+/// submitted) or cancel (`TA_SHUTDOWN_CANCEL`: complete everything not yet
+/// started with `TA_STATUS_CANCELLED`, poisoning its outputs). Blocks until
+/// every submitted operation has completed and fired its notifications; every
+/// callback fires exactly once. Later submissions fail with
+/// `TA_STATUS_SHUTDOWN`. Fails with `TA_STATUS_WOULD_DEADLOCK` when called
+/// from one of the runtime's own workers.
+#[no_mangle]
+pub extern "C" fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutdown, error: *mut *mut ta_error) -> ta_status {
+    guard("ta_runtime_shutdown", error, || {
+        let rt = runtime_arg(runtime, "ta_runtime_shutdown", "runtime")?;
+        let mode = match mode {
+            TA_SHUTDOWN_DRAIN => ShutdownMode::Drain,
+            TA_SHUTDOWN_CANCEL => ShutdownMode::Cancel,
+            m => return Err(Error::new(Status::InvalidArgument, "ta_runtime_shutdown", format!("unknown shutdown mode {m}"))),
+        };
+        rt.shutdown(mode)
+    })
+}
+
+/// Drain and stop a runtime made by `ta_runtime_new`, then free its handle
+/// (blocks until submitted work is done). For a handle from
+/// `ta_runtime_default`, only the handle is freed. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
+    if runtime.is_null() {
+        return super::TA_STATUS_OK;
+    }
+    let status = guard("ta_runtime_free", std::ptr::null_mut(), || {
+        let rt = runtime_arg(runtime, "ta_runtime_free", "runtime")?;
+        if !rt.is_global() {
+            rt.shutdown(ShutdownMode::Drain)?;
+        }
+        Ok(())
+    });
+    match status {
+        super::TA_STATUS_OK => super::free_handle(raw(runtime), Kind::Runtime),
+        s if s == Status::StaleHandle as ta_status => Status::DoubleFree as ta_status,
+        s => s,
+    }
+}

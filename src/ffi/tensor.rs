@@ -1,0 +1,330 @@
+//! Tensors: creation, inspection, waiting, release.
+
+use std::ffi::c_void;
+
+use super::handles::{Kind, Object};
+use super::{guard, make_handle, need, put, raw, tensor_arg, ta_error, ta_status, ta_tensor};
+use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA_ORDER_ROW_MAJOR};
+use crate::domain::Domain;
+use crate::dtype::DType;
+use crate::error::{Error, Status};
+use crate::layout::{Layout, Order};
+use crate::storage::ReleaseFn;
+use crate::value::Tensor;
+
+/// Largest rank accepted through the C ABI.
+const MAX_RANK: usize = 64;
+
+pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Error> {
+    DType::from_u32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown dtype {d}")))
+}
+
+fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
+    Domain::from_i32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
+}
+
+fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
+    match o {
+        TA_ORDER_ROW_MAJOR => Ok(Order::RowMajor),
+        TA_ORDER_COL_MAJOR => Ok(Order::ColMajor),
+        _ => Err(Error::new(Status::InvalidArgument, origin, format!("unknown order {o}"))),
+    }
+}
+
+/// Read `rank` entries from a C array (NULL allowed when `rank` is 0).
+pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
+    if rank > MAX_RANK {
+        return Err(Error::new(Status::InvalidArgument, origin, format!("rank {rank} exceeds {MAX_RANK}")));
+    }
+    if rank == 0 {
+        return Ok(&[]);
+    }
+    need(p, origin, what)?;
+    // SAFETY: the C contract is that a non-NULL array argument holds `rank` entries.
+    Ok(unsafe { std::slice::from_raw_parts(p, rank) })
+}
+
+/// A host layout from C arguments: explicit strides, or dense in `order`.
+pub(crate) fn layout_arg(
+    rank: usize,
+    extents: *const usize,
+    strides: *const isize,
+    order: Order,
+    origin: &'static str,
+) -> Result<Layout, Error> {
+    let ext = array_arg(extents, rank, origin, "extents")?;
+    if strides.is_null() {
+        let l = Layout::contiguous(ext, order);
+        l.checked_len().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "element count overflows"))?;
+        Ok(l)
+    } else {
+        Layout::strided(ext, array_arg(strides, rank, origin, "strides")?, 0, origin)
+    }
+}
+
+/// Create an unconstructed tensor: dtype and domain known, no shape yet. An
+/// overwrite (`ta_copy_in`, `ta_copy`) constructs it; reading it before that
+/// fails with `TA_STATUS_UNCONSTRUCTED`.
+#[no_mangle]
+pub extern "C" fn ta_tensor_new(dtype: ta_dtype, domain: ta_domain, tensor_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+    const O: &str = "ta_tensor_new";
+    guard(O, error, || {
+        need(tensor_out, O, "tensor_out")?;
+        let t = Tensor::unconstructed(dtype_arg(dtype, O)?, domain_arg(domain, O)?)?;
+        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        Ok(())
+    })
+}
+
+/// Create a zero-filled tensor with `rank` extents, stored densely in `order`
+/// (`TA_ORDER_ROW_MAJOR` or `TA_ORDER_COL_MAJOR`).
+#[no_mangle]
+pub extern "C" fn ta_tensor_new_zeros(
+    dtype: ta_dtype,
+    domain: ta_domain,
+    rank: usize,
+    extents: *const usize,
+    order: ta_order,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_new_zeros";
+    guard(O, error, || {
+        need(tensor_out, O, "tensor_out")?;
+        let ext = array_arg(extents, rank, O, "extents")?;
+        let t = Tensor::zeros(dtype_arg(dtype, O)?, ext, order_arg(order, O)?, domain_arg(domain, O)?)?;
+        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        Ok(())
+    })
+}
+
+/// Create a host tensor holding a copy of `data`, made before this returns.
+/// `strides` (in elements, may be NULL) describe `data`; NULL means dense in
+/// `order`. The tensor is stored densely in `order`.
+#[no_mangle]
+pub extern "C" fn ta_tensor_new_copy(
+    dtype: ta_dtype,
+    rank: usize,
+    extents: *const usize,
+    strides: *const isize,
+    order: ta_order,
+    data: *const c_void,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_new_copy";
+    guard(O, error, || {
+        need(tensor_out, O, "tensor_out")?;
+        let dt = dtype_arg(dtype, O)?;
+        let order = order_arg(order, O)?;
+        let src = layout_arg(rank, extents, strides, order, O)?;
+        if !src.is_empty() {
+            need(data, O, "data")?;
+            if src.checked_span().is_none_or(|(lo, _)| lo < 0) {
+                return Err(Error::new(Status::InvalidArgument, O, "strides address memory before `data`"));
+            }
+        }
+        // SAFETY: the C contract: `data` holds every element the layout addresses.
+        let t = unsafe { Tensor::from_host(dt, &src, data.cast(), order)? };
+        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        Ok(())
+    })
+}
+
+struct SendPtr(*mut c_void);
+// SAFETY: the pointers are handed back to the user's release function, which
+// the user declared callable from any thread.
+unsafe impl Send for SendPtr {}
+
+fn wrap(
+    origin: &'static str,
+    dtype: ta_dtype,
+    rank: usize,
+    extents: *const usize,
+    strides: *const isize,
+    order: ta_order,
+    data: *mut c_void,
+    writable: bool,
+    release: ta_release_fn,
+    release_userdata: *mut c_void,
+    tensor_out: *mut *mut ta_tensor,
+) -> Result<(), Error> {
+    need(tensor_out, origin, "tensor_out")?;
+    let dt = dtype_arg(dtype, origin)?;
+    let layout = layout_arg(rank, extents, strides, order_arg(order, origin)?, origin)?;
+    let hook: Option<ReleaseFn> = release.map(|f| {
+        let (ud, p) = (SendPtr(release_userdata), SendPtr(data));
+        Box::new(move || {
+            let (ud, p) = (ud, p);
+            // SAFETY: the user's release function, called once with its own arguments.
+            unsafe { f(ud.0, p.0) }
+        }) as ReleaseFn
+    });
+    // SAFETY: the C contract: `data` stays valid for the layout until `release` runs.
+    let t = unsafe { Tensor::wrap(dt, layout, data.cast(), writable, hook)? };
+    put(tensor_out, make_handle(Object::Tensor(t), origin)?);
+    Ok(())
+}
+
+/// Wrap host memory without copying. `strides` (elements, may be NULL for
+/// dense in `order`) describe `data`. `release(release_userdata, data)` (may be
+/// NULL) runs exactly once, after the last access, even if operations are
+/// still pending when the handle is freed. If this call fails, `release` is
+/// not called and the memory stays the caller's. The caller must not touch
+/// the memory while operations on the tensor may be running. Strides that
+/// make elements overlap give a read-only tensor.
+#[no_mangle]
+pub extern "C" fn ta_tensor_wrap(
+    dtype: ta_dtype,
+    rank: usize,
+    extents: *const usize,
+    strides: *const isize,
+    order: ta_order,
+    data: *mut c_void,
+    release: ta_release_fn,
+    release_userdata: *mut c_void,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_wrap";
+    guard(O, error, || wrap(O, dtype, rank, extents, strides, order, data, true, release, release_userdata, tensor_out))
+}
+
+/// Like `ta_tensor_wrap`, for memory the library must never write: the tensor
+/// is read-only, and any operation that writes it fails at submission with
+/// `TA_STATUS_READ_ONLY`.
+#[no_mangle]
+pub extern "C" fn ta_tensor_wrap_const(
+    dtype: ta_dtype,
+    rank: usize,
+    extents: *const usize,
+    strides: *const isize,
+    order: ta_order,
+    data: *const c_void,
+    release: ta_release_fn,
+    release_userdata: *mut c_void,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_wrap_const";
+    guard(O, error, || wrap(O, dtype, rank, extents, strides, order, data as *mut c_void, false, release, release_userdata, tensor_out))
+}
+
+/// A second handle to the same tensor value (same data, same epoch queue).
+/// Each handle is freed separately.
+#[no_mangle]
+pub extern "C" fn ta_tensor_share(tensor: *const ta_tensor, tensor_out: *mut *mut ta_tensor) -> ta_status {
+    const O: &str = "ta_tensor_share";
+    guard(O, std::ptr::null_mut(), || {
+        need(tensor_out, O, "tensor_out")?;
+        let t = tensor_arg(tensor, O, "tensor")?;
+        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        Ok(())
+    })
+}
+
+/// Release a tensor handle. Never blocks and never cancels: pending operations
+/// keep the data alive, and memory is freed after the last access. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn ta_tensor_free(tensor: *mut ta_tensor) -> ta_status {
+    super::free_handle(raw(tensor), Kind::Tensor)
+}
+
+/// The dtype of a tensor.
+#[no_mangle]
+pub extern "C" fn ta_tensor_dtype(tensor: *const ta_tensor, dtype_out: *mut ta_dtype) -> ta_status {
+    guard("ta_tensor_dtype", std::ptr::null_mut(), || {
+        need(dtype_out, "ta_tensor_dtype", "dtype_out")?;
+        put(dtype_out, tensor_arg(tensor, "ta_tensor_dtype", "tensor")?.dtype() as ta_dtype);
+        Ok(())
+    })
+}
+
+/// The domain of a tensor (`TA_DOMAIN_HOST` or a CUDA device ordinal).
+#[no_mangle]
+pub extern "C" fn ta_tensor_domain(tensor: *const ta_tensor, domain_out: *mut ta_domain) -> ta_status {
+    guard("ta_tensor_domain", std::ptr::null_mut(), || {
+        need(domain_out, "ta_tensor_domain", "domain_out")?;
+        put(domain_out, tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain().to_i32());
+        Ok(())
+    })
+}
+
+/// Whether writes to the tensor are rejected (stores 1 or 0).
+#[no_mangle]
+pub extern "C" fn ta_tensor_is_read_only(tensor: *const ta_tensor, read_only_out: *mut i32) -> ta_status {
+    guard("ta_tensor_is_read_only", std::ptr::null_mut(), || {
+        need(read_only_out, "ta_tensor_is_read_only", "read_only_out")?;
+        put(read_only_out, tensor_arg(tensor, "ta_tensor_is_read_only", "tensor")?.is_read_only() as i32);
+        Ok(())
+    })
+}
+
+/// The rank, as known at submission time. `TA_STATUS_UNCONSTRUCTED` while the
+/// tensor has no shape.
+#[no_mangle]
+pub extern "C" fn ta_tensor_rank(tensor: *const ta_tensor, rank_out: *mut usize) -> ta_status {
+    const O: &str = "ta_tensor_rank";
+    guard(O, std::ptr::null_mut(), || {
+        need(rank_out, O, "rank_out")?;
+        let l = shape_of(tensor, O)?;
+        put(rank_out, l.rank());
+        Ok(())
+    })
+}
+
+fn shape_of(tensor: *const ta_tensor, origin: &'static str) -> Result<Layout, Error> {
+    tensor_arg(tensor, origin, "tensor")?
+        .layout()
+        .ok_or_else(|| Error::new(Status::Unconstructed, origin, "the tensor is unconstructed"))
+}
+
+/// Copy the extents (as known at submission time) into `extents_out`, which
+/// holds `cap` entries; `TA_STATUS_BUFFER_TOO_SMALL` if `cap` < rank.
+#[no_mangle]
+pub extern "C" fn ta_tensor_extents(tensor: *const ta_tensor, extents_out: *mut usize, cap: usize) -> ta_status {
+    const O: &str = "ta_tensor_extents";
+    guard(O, std::ptr::null_mut(), || {
+        let l = shape_of(tensor, O)?;
+        copy_dims(&l.extents, extents_out, cap, O)
+    })
+}
+
+/// Copy the strides in elements (as known at submission time) into
+/// `strides_out`, which holds `cap` entries.
+#[no_mangle]
+pub extern "C" fn ta_tensor_strides(tensor: *const ta_tensor, strides_out: *mut isize, cap: usize) -> ta_status {
+    const O: &str = "ta_tensor_strides";
+    guard(O, std::ptr::null_mut(), || {
+        let l = shape_of(tensor, O)?;
+        copy_dims(&l.strides, strides_out, cap, O)
+    })
+}
+
+fn copy_dims<T: Copy>(src: &[T], out: *mut T, cap: usize, origin: &'static str) -> Result<(), Error> {
+    if cap < src.len() {
+        return Err(Error::new(Status::BufferTooSmall, origin, format!("rank is {}, buffer holds {cap}", src.len())));
+    }
+    if !src.is_empty() {
+        need(out, origin, "out")?;
+        // SAFETY: `out` holds `cap >= src.len()` entries by the C contract.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), out, src.len()) };
+    }
+    Ok(())
+}
+
+pub(crate) fn timeout_arg(ns: i64) -> Option<std::time::Duration> {
+    (ns >= 0).then(|| std::time::Duration::from_nanos(ns as u64))
+}
+
+/// Wait for every operation enrolled on the tensor so far (`timeout_ns` < 0:
+/// forever), then return its state: `TA_STATUS_OK` for a clean value, the
+/// status of the error that poisoned it (details in `*error`),
+/// `TA_STATUS_UNCONSTRUCTED`, or `TA_STATUS_TIMEOUT`. Called from inside a
+/// kernel on a tensor that kernel accesses, it fails with
+/// `TA_STATUS_WOULD_DEADLOCK` instead of hanging.
+#[no_mangle]
+pub extern "C" fn ta_tensor_wait(tensor: *const ta_tensor, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status {
+    const O: &str = "ta_tensor_wait";
+    guard(O, error, || tensor_arg(tensor, O, "tensor")?.wait(timeout_arg(timeout_ns)))
+}

@@ -1,0 +1,278 @@
+//! Tensor layouts: extents, strides in elements (negative and zero allowed) and
+//! an element offset into the backing allocation. Row-major, column-major and
+//! arbitrary strides are all just layouts.
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result, Status};
+
+/// Extents of a tensor (one entry per axis).
+pub type Extents = SmallVec<[usize; 2]>;
+/// Strides in elements (one entry per axis).
+pub type Strides = SmallVec<[isize; 2]>;
+
+/// Element order for contiguous layouts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// C order: the last axis is contiguous.
+    RowMajor,
+    /// Fortran/Julia order: the first axis is contiguous.
+    ColMajor,
+}
+
+/// A strided view of elements relative to an allocation's base.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Offset of element `[0, 0, ...]` from the base, in elements.
+    pub offset: isize,
+    pub extents: Extents,
+    pub strides: Strides,
+}
+
+impl Layout {
+    /// A dense layout with the given order and offset 0.
+    pub fn contiguous(extents: &[usize], order: Order) -> Layout {
+        let mut strides: Strides = SmallVec::from_elem(0, extents.len());
+        let mut step: isize = 1;
+        let axes: Box<dyn Iterator<Item = usize>> = match order {
+            Order::RowMajor => Box::new((0..extents.len()).rev()),
+            Order::ColMajor => Box::new(0..extents.len()),
+        };
+        for ax in axes {
+            strides[ax] = step;
+            step = step.saturating_mul(extents[ax].max(1) as isize);
+        }
+        Layout { offset: 0, extents: extents.into(), strides }
+    }
+
+    /// A layout from caller-supplied strides. Checks that the element count and
+    /// every offset fit in `isize`.
+    pub fn strided(extents: &[usize], strides: &[isize], offset: isize, origin: &'static str) -> Result<Layout> {
+        if extents.len() != strides.len() {
+            return Err(Error::new(Status::InvalidArgument, origin, "extents and strides differ in rank"));
+        }
+        let l = Layout { offset, extents: extents.into(), strides: strides.into() };
+        l.checked_len().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "element count overflows"))?;
+        l.checked_span().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "layout offsets overflow"))?;
+        Ok(l)
+    }
+
+    /// Number of axes.
+    pub fn rank(&self) -> usize {
+        self.extents.len()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.extents.iter().product()
+    }
+
+    /// Whether the layout has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.extents.iter().any(|&e| e == 0)
+    }
+
+    /// Number of elements, or `None` on overflow.
+    pub fn checked_len(&self) -> Option<usize> {
+        self.extents.iter().try_fold(1usize, |a, &e| a.checked_mul(e))
+    }
+
+    /// Smallest and largest element offset touched (inclusive), or `None` when
+    /// empty or on overflow.
+    pub fn checked_span(&self) -> Option<(isize, isize)> {
+        if self.is_empty() {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset, self.offset);
+        for (&e, &s) in self.extents.iter().zip(&self.strides) {
+            let reach = s.checked_mul(isize::try_from(e - 1).ok()?)?;
+            if reach < 0 {
+                lo = lo.checked_add(reach)?;
+            } else {
+                hi = hi.checked_add(reach)?;
+            }
+        }
+        Some((lo, hi))
+    }
+
+    /// Whether every element lies inside an allocation of `capacity` elements.
+    pub fn fits_in(&self, capacity: usize) -> bool {
+        match self.checked_span() {
+            Some((lo, hi)) => lo >= 0 && (hi as usize) < capacity,
+            None => self.is_empty(),
+        }
+    }
+
+    /// Whether distinct indices always address distinct elements. The test is
+    /// exact for layouts whose sorted strides nest (every dense, sliced or
+    /// permuted layout) and conservative otherwise: it never calls an
+    /// overlapping layout disjoint.
+    pub fn is_non_overlapping(&self) -> bool {
+        let mut dims: SmallVec<[(usize, usize); 4]> = self
+            .extents
+            .iter()
+            .zip(&self.strides)
+            .filter(|(&e, _)| e > 1)
+            .map(|(&e, &s)| (s.unsigned_abs(), e))
+            .collect();
+        if self.is_empty() {
+            return true;
+        }
+        dims.sort_unstable();
+        let mut reach = 0usize; // largest offset reachable by the inner axes
+        for (s, e) in dims {
+            if s <= reach {
+                return false;
+            }
+            reach = match s.checked_mul(e - 1).and_then(|r| r.checked_add(reach)) {
+                Some(r) => r,
+                None => return false,
+            };
+        }
+        true
+    }
+
+    /// Whether this is the dense row-major layout of its extents.
+    pub fn is_row_major_contiguous(&self) -> bool {
+        self.same_strides_as(&Layout::contiguous(&self.extents, Order::RowMajor))
+    }
+
+    /// Whether this is the dense column-major layout of its extents.
+    pub fn is_col_major_contiguous(&self) -> bool {
+        self.same_strides_as(&Layout::contiguous(&self.extents, Order::ColMajor))
+    }
+
+    fn same_strides_as(&self, other: &Layout) -> bool {
+        self.extents.iter().zip(self.strides.iter().zip(&other.strides)).all(|(&e, (a, b))| e <= 1 || a == b)
+    }
+}
+
+/// Visit every element of `N` equally-shaped layouts in runs: `f(starts, len, steps)`
+/// is called with the element offset of each operand at the start of a run, the
+/// run length and each operand's step within the run. Axes of extent 1 are
+/// dropped, axes are ordered by the first operand's stride (innermost = smallest)
+/// and adjacent axes that are contiguous for every operand are merged, so dense
+/// data is visited as one long run.
+pub fn for_each_run<const N: usize>(
+    extents: &[usize],
+    offsets: [isize; N],
+    strides: [&[isize]; N],
+    mut f: impl FnMut([isize; N], usize, [isize; N]),
+) {
+    if extents.iter().any(|&e| e == 0) {
+        return;
+    }
+    // (extent, per-operand strides), outermost first.
+    let mut dims: SmallVec<[(usize, [isize; N]); 4]> = extents
+        .iter()
+        .enumerate()
+        .filter(|(_, &e)| e != 1)
+        .map(|(ax, &e)| (e, std::array::from_fn(|k| strides[k][ax])))
+        .collect();
+    dims.sort_by_key(|(_, s)| std::cmp::Reverse(s[0].unsigned_abs()));
+    let mut merged: SmallVec<[(usize, [isize; N]); 4]> = SmallVec::new();
+    for (e, s) in dims {
+        if let Some(last) = merged.last_mut() {
+            if (0..N).all(|k| last.1[k] == s[k] * e as isize) {
+                last.0 *= e;
+                last.1 = s;
+                continue;
+            }
+        }
+        merged.push((e, s));
+    }
+    let Some(&(run, steps)) = merged.last() else {
+        f(offsets, 1, [0; N]);
+        return;
+    };
+    let outer = &merged[..merged.len() - 1];
+    let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, outer.len());
+    let mut base = offsets;
+    loop {
+        f(base, run, steps);
+        // Odometer increment over the outer axes, innermost outer axis first.
+        let mut ax = outer.len();
+        loop {
+            if ax == 0 {
+                return;
+            }
+            ax -= 1;
+            idx[ax] += 1;
+            for k in 0..N {
+                base[k] += outer[ax].1[k];
+            }
+            if idx[ax] < outer[ax].0 {
+                break;
+            }
+            for k in 0..N {
+                base[k] -= outer[ax].1[k] * outer[ax].0 as isize;
+            }
+            idx[ax] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets_of(l: &Layout) -> Vec<isize> {
+        let mut v = vec![];
+        for_each_run(&l.extents, [l.offset], [&l.strides], |[s], n, [st]| {
+            for i in 0..n as isize {
+                v.push(s + i * st)
+            }
+        });
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn contiguous_strides() {
+        let r = Layout::contiguous(&[2, 3, 4], Order::RowMajor);
+        assert_eq!(&r.strides[..], &[12, 4, 1]);
+        let c = Layout::contiguous(&[2, 3, 4], Order::ColMajor);
+        assert_eq!(&c.strides[..], &[1, 2, 6]);
+        assert!(r.is_row_major_contiguous() && c.is_col_major_contiguous());
+        assert_eq!(offsets_of(&r), (0..24).collect::<Vec<_>>());
+        assert_eq!(offsets_of(&c), (0..24).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn negative_and_zero_strides() {
+        let l = Layout { offset: 5, extents: [3, 2].into(), strides: [-2, 1].into() };
+        assert_eq!(l.checked_span(), Some((1, 6)));
+        assert_eq!(offsets_of(&l), vec![1, 2, 3, 4, 5, 6]);
+        assert!(l.is_non_overlapping());
+        let z = Layout { offset: 0, extents: [3, 2].into(), strides: [0, 1].into() };
+        assert!(!z.is_non_overlapping());
+        let o = Layout { offset: 0, extents: [2, 2].into(), strides: [1, 1].into() };
+        assert!(!o.is_non_overlapping());
+        assert!(Layout::contiguous(&[4, 5], Order::ColMajor).is_non_overlapping());
+    }
+
+    #[test]
+    fn run_visits_pairs_in_lockstep() {
+        let a = Layout::contiguous(&[3, 4], Order::RowMajor);
+        let b = Layout::contiguous(&[3, 4], Order::ColMajor);
+        let mut pairs = vec![];
+        for_each_run(&a.extents, [0, 0], [&a.strides, &b.strides], |[sa, sb], n, [ta, tb]| {
+            for i in 0..n as isize {
+                pairs.push((sa + i * ta, sb + i * tb))
+            }
+        });
+        pairs.sort();
+        let want: Vec<_> = (0..3).flat_map(|i| (0..4).map(move |j| ((i * 4 + j) as isize, (i + j * 3) as isize))).collect();
+        assert_eq!(pairs, want);
+    }
+
+    #[test]
+    fn rank0_and_empty() {
+        let s = Layout::contiguous(&[], Order::RowMajor);
+        assert_eq!(s.len(), 1);
+        assert_eq!(offsets_of(&s), vec![0]);
+        let e = Layout::contiguous(&[3, 0], Order::RowMajor);
+        assert!(e.is_empty());
+        assert!(offsets_of(&e).is_empty());
+    }
+}

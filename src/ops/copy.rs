@@ -1,0 +1,121 @@
+//! Copies: tensor to tensor (any strides), host memory in, host memory out.
+
+use super::elementwise::{same_dtype_and_domain, same_extents};
+use super::submit::{submit, Submit};
+use super::Body;
+use crate::dispatch::{self, HostBuffer, NativeOp, OpTag};
+use crate::error::{Error, Result, Status};
+use crate::layout::{Layout, Order};
+use crate::queue::Mode;
+use crate::runtime::Event;
+use crate::value::{Tensor, Value};
+
+/// `dst = src`, element by element, whatever the two layouts. An overwrite: it
+/// constructs an unconstructed `dst` (dense row-major, `src`'s extents) and
+/// clears a poison on `dst`.
+pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    const ORIGIN: &str = "copy";
+    same_dtype_and_domain(ORIGIN, &[dst, src])?;
+    let candidates = dispatch::select(OpTag::Copy, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
+    let body = Body::Native { op: NativeOp::Copy, candidates };
+    let dtype = dst.dtype();
+    submit(ORIGIN, ORIGIN, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
+        if !l.state(0).is_constructed() {
+            if let Some(src) = l.state(1).layout() {
+                let extents = src.extents.clone();
+                l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?);
+            }
+        }
+        same_extents(ORIGIN, l, 0, 1)
+    })
+}
+
+/// Copy host memory into `dst`. `src` describes the host elements (any
+/// strides, offsets relative to `ptr`). An unconstructed `dst` is constructed
+/// (dense row-major, `src`'s extents); a constructed one must have `src`'s extents.
+///
+/// # Safety
+/// Every element `src` addresses at `ptr` must stay readable, and unmodified,
+/// until the operation completes (its event, callback or completion entry).
+pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_>) -> Result<Option<Event>> {
+    const ORIGIN: &str = "copy_in";
+    check_host_buffer(ptr, &src, dst, ORIGIN)?;
+    let candidates = dispatch::select(OpTag::CopyIn, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
+    let extents = src.extents.clone();
+    let dtype = dst.dtype();
+    let body = Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
+    submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
+        let d = l.state(0);
+        match d.layout() {
+            None => d.contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?),
+            Some(have) if have.extents != extents => {
+                return Err(Error::new(
+                    Status::ShapeMismatch,
+                    ORIGIN,
+                    format!("tensor has shape {:?}, host data has shape {:?}", have.extents, extents),
+                ))
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    })
+}
+
+/// Copy `src` out to host memory at `ptr`, holding `capacity` elements, with
+/// the given strides (`None`: dense row-major in `src`'s extents).
+///
+/// # Safety
+/// `ptr` must stay writable for `capacity` elements, and untouched by the
+/// caller, until the operation completes.
+pub unsafe fn copy_out(
+    src: &Tensor,
+    ptr: *mut u8,
+    capacity: usize,
+    strides: Option<&[isize]>,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
+    const ORIGIN: &str = "copy_out";
+    let Some(extents) = src.extents() else {
+        return Err(Error::new(Status::Unconstructed, ORIGIN, "the source tensor is unconstructed"));
+    };
+    let layout = match strides {
+        None => Layout::contiguous(&extents, Order::RowMajor),
+        Some(s) => Layout::strided(&extents, s, 0, ORIGIN)?,
+    };
+    if !layout.fits_in(capacity) {
+        return Err(Error::new(
+            Status::BufferTooSmall,
+            ORIGIN,
+            format!("a buffer of {capacity} elements cannot hold shape {:?} with strides {:?}", extents, layout.strides),
+        ));
+    }
+    if !layout.is_non_overlapping() {
+        return Err(Error::new(Status::InvalidArgument, ORIGIN, "destination strides make elements overlap"));
+    }
+    check_host_buffer(ptr, &layout, src, ORIGIN)?;
+    let candidates = dispatch::select(OpTag::CopyOut, src.dtype(), src.domain(), opts.selector, ORIGIN)?;
+    let body = Body::Native { op: NativeOp::CopyOut(Box::new(HostBuffer { ptr, layout })), candidates };
+    submit(ORIGIN, ORIGIN, &[(src, Mode::Read)], body, opts, |l| {
+        if l.state(0).layout().is_some_and(|have| have.extents != extents) {
+            return Err(Error::new(Status::ShapeMismatch, ORIGIN, "the source changed shape during submission"));
+        }
+        Ok(())
+    })
+}
+
+fn check_host_buffer(ptr: *const u8, l: &Layout, t: &Tensor, origin: &'static str) -> Result<()> {
+    if ptr.is_null() {
+        return Err(Error::new(Status::NullPointer, origin, "host pointer is NULL"));
+    }
+    if (ptr as usize) % t.dtype().align() != 0 {
+        return Err(Error::new(Status::InvalidArgument, origin, format!("host pointer is not aligned for {}", t.dtype().name())));
+    }
+    if let Some((lo, _)) = l.checked_span() {
+        if lo < 0 {
+            return Err(Error::new(Status::InvalidArgument, origin, "host layout addresses memory before the pointer"));
+        }
+    } else if !l.is_empty() {
+        return Err(Error::new(Status::InvalidArgument, origin, "host layout offsets overflow"));
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Operations on asynchronous tensors (SPEC §2.5).
+//!
+//! Every operation follows one flow: validate dtypes and domains and choose
+//! the backend candidates at submission; reject exact output/input queue
+//! identity; enroll one access per operand atomically ([`submit`]); then, when
+//! the task runs, check poison, resolve views and run the body ([`Operation::execute`]),
+//! and finally poison or clean what it wrote ([`Operation::commit`]).
+
+mod copy;
+mod elementwise;
+mod kernel;
+pub(crate) mod submit;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::dispatch::{self, Candidates, NativeOp};
+use crate::domain::Domain;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::queue::Mode;
+use crate::value::Value;
+
+pub use copy::{copy, copy_in, copy_out};
+pub use elementwise::{axpy, fill, scale};
+pub use kernel::{kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use submit::{EnrollTrace, Submit};
+
+/// A view materialised inside a running task: valid only while the task's
+/// access lasts (SPEC §2, "resolved view").
+#[derive(Debug)]
+pub struct ResolvedView<'a> {
+    /// Address of element `[0, 0, ...]`.
+    pub ptr: *mut u8,
+    pub dtype: DType,
+    pub extents: &'a [usize],
+    /// Strides in elements (may be negative or zero).
+    pub strides: &'a [isize],
+    pub mode: Mode,
+    pub domain: Domain,
+    /// Whether reads must conjugate (complex dtypes only).
+    pub conj: bool,
+}
+
+/// One operand of a submitted operation. Where its elements are is fixed at
+/// submission (`data`, `layout`), so a running task reads no shared state to
+/// find them.
+pub(crate) struct Access {
+    pub(crate) value: Arc<Value>,
+    pub(crate) mode: Mode,
+    /// Address of element `[0, 0, ...]` (null until enrollment fills it in).
+    pub(crate) data: *mut u8,
+    /// The layout of the contents enrolled with (null until enrollment).
+    pub(crate) layout: *const Layout,
+}
+
+// SAFETY: `data` and `layout` point into the immutable `Contents` the value
+// held at enrollment. The value (kept alive by `value`) keeps those contents
+// alive: contents are never modified, and a value replaces its contents only
+// by handing the old ones to the replacing writer, which runs after every
+// earlier access. They are dereferenced only by the task that holds this
+// access, while the epoch queue grants it.
+unsafe impl Send for Access {}
+
+impl Access {
+    pub(crate) fn new(value: Arc<Value>, mode: Mode) -> Access {
+        Access { value, mode, data: std::ptr::null_mut(), layout: std::ptr::null() }
+    }
+
+    fn view(&self) -> ResolvedView<'_> {
+        // SAFETY: see the Send impl; set by enrollment before the task can run.
+        let layout = unsafe { &*self.layout };
+        ResolvedView {
+            ptr: self.data,
+            dtype: self.value.dtype,
+            extents: &layout.extents,
+            strides: &layout.strides,
+            mode: self.mode,
+            domain: self.value.domain,
+            conj: false,
+        }
+    }
+}
+
+/// What a task does once its accesses are granted.
+pub(crate) enum Body {
+    /// A library operation, walked over its backend candidates.
+    Native { op: NativeOp, candidates: Candidates },
+    /// A user kernel.
+    Kernel(KernelFn),
+}
+
+/// A submitted operation: its name (the origin of any error it starts), its
+/// operands in order, and its body.
+pub(crate) struct Operation {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) accesses: SmallVec<[Access; 2]>,
+    pub(crate) body: Body,
+}
+
+impl Operation {
+    /// Check the operands, resolve views and run the body. Any poisoned operand
+    /// that is read fails the operation with that same error.
+    pub(crate) fn execute(&mut self) -> Result<()> {
+        for a in self.accesses.iter().filter(|a| a.mode.reads()) {
+            if let Some(e) = a.value.poison() {
+                return Err(e);
+            }
+        }
+        let views: SmallVec<[ResolvedView<'_>; 4]> = self.accesses.iter().map(Access::view).collect();
+        match &mut self.body {
+            Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name),
+            Body::Kernel(k) => kernel::call(k, &self.name, &views),
+        }
+    }
+
+    /// Record the outcome in every value the operation writes: the error on
+    /// failure; on success an overwrite leaves a clean value.
+    pub(crate) fn commit(&self, result: &Result<()>) {
+        for a in self.accesses.iter().filter(|a| a.mode.writes()) {
+            match result {
+                Err(e) => a.value.set_poison(Some(e.clone())),
+                // An update succeeded only on a clean value, which stays clean.
+                Ok(()) if a.mode == Mode::Write => a.value.set_poison(None),
+                Ok(()) => {}
+            }
+        }
+    }
+
+    /// Whether the operation accesses `value`.
+    pub(crate) fn holds(&self, value: &Arc<Value>) -> bool {
+        self.accesses.iter().any(|a| Arc::ptr_eq(&a.value, value))
+    }
+}

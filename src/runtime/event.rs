@@ -1,0 +1,138 @@
+//! Events: the completion of one submission (SPEC §2.6), observable by
+//! polling, by waiting with a timeout, or by callbacks that fire exactly once,
+//! never while the library holds a lock.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
+
+use super::exec;
+use super::task::Task;
+use crate::error::{Error, Result, Status};
+
+/// Called once with the operation's outcome.
+pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
+
+enum State {
+    Pending(SmallVec<[Callback; 1]>),
+    Done(Result<()>),
+}
+
+struct Inner {
+    state: Mutex<State>,
+    cv: Condvar,
+    /// The task this event completes, for refusing waits that cannot finish.
+    task: Mutex<Weak<Task>>,
+}
+
+/// The completion of one submitted operation. Cloning shares the event.
+#[derive(Clone)]
+pub struct Event(Arc<Inner>);
+
+impl Default for Event {
+    fn default() -> Self {
+        Event::new()
+    }
+}
+
+impl Event {
+    /// A pending event.
+    pub fn new() -> Event {
+        Event(Arc::new(Inner {
+            state: Mutex::new(State::Pending(SmallVec::new())),
+            cv: Condvar::new(),
+            task: Mutex::new(Weak::new()),
+        }))
+    }
+
+    pub(crate) fn bind(&self, task: &Arc<Task>) {
+        *self.0.task.lock() = Arc::downgrade(task);
+    }
+
+    /// Record the outcome and fire the callbacks (outside the lock).
+    pub(crate) fn complete(&self, result: &Result<()>) {
+        let callbacks = {
+            let mut s = self.0.state.lock();
+            match std::mem::replace(&mut *s, State::Done(result.clone())) {
+                State::Pending(cbs) => cbs,
+                State::Done(prev) => {
+                    // Completing twice would be a runtime bug; keep the first outcome.
+                    *s = State::Done(prev);
+                    return;
+                }
+            }
+        };
+        self.0.cv.notify_all();
+        for cb in callbacks {
+            exec::call_guarded(|| cb(result));
+        }
+    }
+
+    /// The outcome if the operation has completed.
+    pub fn poll(&self) -> Option<Result<()>> {
+        match &*self.0.state.lock() {
+            State::Pending(_) => None,
+            State::Done(r) => Some(r.clone()),
+        }
+    }
+
+    /// Whether the operation has completed.
+    pub fn is_complete(&self) -> bool {
+        matches!(&*self.0.state.lock(), State::Done(_))
+    }
+
+    /// Run `cb` once with the outcome: now (in the calling thread) if the
+    /// operation has completed, otherwise on completion.
+    pub fn on_complete(&self, cb: Callback) {
+        let done = {
+            let mut s = self.0.state.lock();
+            match &mut *s {
+                State::Pending(cbs) => {
+                    cbs.push(cb);
+                    return;
+                }
+                State::Done(r) => (r.clone(), cb),
+            }
+        };
+        exec::call_guarded(|| (done.1)(&done.0));
+    }
+
+    /// Wait for completion and return the outcome; `None` waits forever. On
+    /// timeout the error has status `Timeout`. Waiting, from inside a task, on an
+    /// operation that waits for that task fails with `WouldDeadlock`.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        if let Some(r) = self.poll() {
+            return r;
+        }
+        if let Some(task) = self.0.task.lock().upgrade() {
+            if exec::current_task_reaches(&task) {
+                return Err(Error::new(
+                    Status::WouldDeadlock,
+                    "event_wait",
+                    "the awaited operation waits for the task that is waiting on it",
+                ));
+            }
+        }
+        let done = super::block_until(
+            || self.is_complete(),
+            |slice| {
+                let mut s = self.0.state.lock();
+                if matches!(&*s, State::Pending(_)) {
+                    self.0.cv.wait_for(&mut s, slice);
+                }
+            },
+            timeout,
+        );
+        if !done {
+            return Err(Error::new(Status::Timeout, "event_wait", "the operation did not complete in time"));
+        }
+        self.poll().expect("event is complete")
+    }
+
+    /// Whether two handles refer to the same event.
+    pub fn same_as(&self, other: &Event) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}

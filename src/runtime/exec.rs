@@ -1,0 +1,200 @@
+//! Running tasks: execute, record the outcome, notify, release successors.
+//!
+//! The order of a task's last steps is fixed: commit (poison or clean what it
+//! wrote), then fire its notifications (event, callback, completion queue),
+//! then release its successors, then drop its operands. So a dependent
+//! operation's completion is never reported before its predecessor's, and a
+//! runtime drains only after every callback has fired.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use super::cq::{CompletionEntry, CompletionQueue};
+use super::event::{Callback, Event};
+use super::task::Task;
+use crate::error::{Error, Result, Status};
+use crate::ops::Operation;
+use crate::value::{settled_state, Value};
+
+/// How a task reports its outcome (boxed in the task only when asked for, so
+/// a pending task without notifications stays small).
+#[derive(Default)]
+pub(crate) struct Completion {
+    pub(crate) event: Option<Event>,
+    pub(crate) callback: Option<Callback>,
+    pub(crate) cq: Option<(CompletionQueue, u64)>,
+}
+
+impl Completion {
+    /// `None` when nothing is to be notified.
+    pub(crate) fn boxed(self) -> Option<Box<Completion>> {
+        (self.event.is_some() || self.callback.is_some() || self.cq.is_some()).then(|| Box::new(self))
+    }
+
+    fn fire(self, result: &Result<()>) {
+        if let Some(e) = self.event {
+            e.complete(result);
+        }
+        if let Some(cb) = self.callback {
+            call_guarded(|| cb(result));
+        }
+        if let Some((q, tag)) = self.cq {
+            q.push(CompletionEntry { tag, result: result.clone() });
+        }
+    }
+}
+
+enum Job {
+    Op(Operation),
+    /// A wait on a value: completes once everything enrolled before it has.
+    Barrier(Arc<Value>),
+}
+
+/// What a task does and how it reports.
+pub(crate) struct Work {
+    job: Job,
+    completion: Option<Box<Completion>>,
+}
+
+impl Work {
+    pub(crate) fn op(op: Operation, completion: Completion) -> Work {
+        Work { job: Job::Op(op), completion: completion.boxed() }
+    }
+
+    pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
+        match &mut self.job {
+            Job::Op(op) => &mut op.accesses,
+            Job::Barrier(_) => &mut [],
+        }
+    }
+}
+
+/// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
+pub(crate) fn barrier(value: Arc<Value>, event: Event) -> Arc<Task> {
+    Task::new(None, Work { job: Job::Barrier(value), completion: Completion { event: Some(event), ..Default::default() }.boxed() })
+}
+
+thread_local! {
+    /// Tasks running on this thread, innermost last (a waiting task may help
+    /// run others). The pointers are valid while their entries exist: each is
+    /// pushed by `RunningGuard::push` from a frame that holds the task and
+    /// operation, and popped when that guard drops, before they do.
+    static RUNNING: RefCell<Vec<(*const Task, *const Operation)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Pops the RUNNING entry even if the operation panics.
+struct RunningGuard;
+
+impl RunningGuard {
+    fn push(task: &Task, op: &Operation) -> RunningGuard {
+        RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const Operation)));
+        RunningGuard
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.borrow_mut().pop());
+    }
+}
+
+/// Whether a task running on this thread accesses `value`.
+pub(crate) fn current_task_holds(value: &Arc<Value>) -> bool {
+    RUNNING.with(|r| {
+        r.borrow().iter().any(|(_, op)| {
+            // SAFETY: entries point at operations on this thread's stack,
+            // popped (by RunningGuard) before those operations are dropped.
+            unsafe { (**op).holds(value) }
+        })
+    })
+}
+
+/// Whether `target` waits (transitively) for a task running on this thread.
+pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
+    let running: Vec<*const Task> = RUNNING.with(|r| r.borrow().iter().map(|(t, _)| *t).collect());
+    // SAFETY: see RUNNING; the entries outlive this call, which runs inside them.
+    running.iter().any(|&t| unsafe { (*t).reaches(target) })
+}
+
+/// Queue a ready task: barriers run at once in the calling thread, operations
+/// go to their runtime's workers.
+pub(crate) fn schedule(task: Arc<Task>) {
+    match task.runtime.clone() {
+        None => run(task),
+        Some(rt) => rt.push(task),
+    }
+}
+
+/// Run a ready task, then keep running one newly ready successor inline (a
+/// dependency chain stays on one worker with no queue round trip) and
+/// schedule the others.
+pub(crate) fn run(task: Arc<Task>) {
+    let mut next = Some(task);
+    while let Some(t) = next.take() {
+        let ready = execute(&t);
+        drop(t);
+        for s in ready {
+            let here = s.runtime.as_ref().is_none_or(|rt| rt.is_current_worker());
+            if next.is_none() && here {
+                next = Some(s);
+            } else {
+                schedule(s);
+            }
+        }
+    }
+}
+
+fn execute(task: &Arc<Task>) -> super::task::ReadyList {
+    // SAFETY: `run` is only called with tasks this thread made ready (from
+    // `release_guard`, `finish`, or a queue those feed, which hands each out once).
+    let Some(work) = (unsafe { task.take_work() }) else {
+        // Unreachable: only the thread that made the task ready runs it.
+        return task.finish();
+    };
+    let Work { mut job, completion } = work;
+    let result = match &mut job {
+        Job::Barrier(v) => settled_state(v, "tensor_wait"),
+        Job::Op(op) => {
+            if task.runtime.as_ref().is_some_and(|rt| rt.cancelled()) {
+                Err(Error::new(Status::Cancelled, op.name.clone(), "the runtime was shut down with cancel before the operation ran"))
+            } else {
+                let _running = RunningGuard::push(task, op);
+                match catch_unwind(AssertUnwindSafe(|| op.execute())) {
+                    Ok(r) => r,
+                    Err(p) => Err(Error::new(Status::Panic, op.name.clone(), panic_message(&p))),
+                }
+            }
+        }
+    };
+    if let Job::Op(op) = &job {
+        op.commit(&result);
+    }
+    if let Some(c) = completion {
+        c.fire(&result);
+    }
+    let ready = task.finish();
+    drop(job);
+    if let Some(rt) = &task.runtime {
+        rt.retire();
+    }
+    ready
+}
+
+/// Run a user callback; a panic in it is reported on stderr and goes no further
+/// (it must not take down a worker, and the operation's outcome is already fixed).
+pub(crate) fn call_guarded(f: impl FnOnce()) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        eprintln!("tensorasync: a completion callback {}", panic_message(&p));
+    }
+}
+
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}

@@ -1,0 +1,393 @@
+//! The runtime: a worker pool that runs ready tasks, and the waiting, shutdown
+//! and completion machinery around it (SPEC §2.1, §2.6).
+//!
+//! Workers are the threads of a rayon pool, so kernels that are themselves
+//! parallel (rayon `join`, [`crate::ops::KernelCall::parallel_for`], faer) run
+//! their pieces on the same threads as tasks: small tasks and parallel kernels
+//! share the cores instead of oversubscribing them.
+//!
+//! Ready tasks do not each become a rayon job (a rayon spawn from outside the
+//! pool costs more than a whole small task should). They go to this runtime's
+//! own injector queue, and a few long-lived rayon jobs, the *drainers*, pop and
+//! run them. A drainer that finds the queue empty spins briefly (helping with
+//! other rayon work, such as the pieces of a parallel kernel), then exits; a
+//! submission starts a drainer only when fewer are active than there is queued
+//! work, up to one per worker. In a steady stream of submissions no thread is
+//! woken per task.
+//!
+//! A blocking wait on a worker thread helps run queued tasks and rayon work
+//! instead of blocking the pool.
+
+pub(crate) mod cq;
+pub(crate) mod event;
+pub(crate) mod exec;
+pub(crate) mod task;
+
+use std::cell::RefCell;
+use std::sync::atomic::{fence, AtomicIsize, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Injector, Steal};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result, Status};
+use crate::value::Value;
+
+pub use cq::{CompletionEntry, CompletionQueue};
+pub use event::Event;
+pub(crate) use task::Task;
+
+/// How [`Runtime::shutdown`] treats work that has not started.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ShutdownMode {
+    /// Run everything already submitted, then stop.
+    Drain,
+    /// Complete everything not yet started with `Cancelled`, then stop.
+    Cancel,
+}
+
+const RUNNING: u8 = 0;
+const DRAINING: u8 = 1;
+const CANCELLING: u8 = 2;
+const STOPPED: u8 = 3;
+
+/// How long an idle drainer keeps looking for work before it exits.
+const DRAIN_SPIN: Duration = Duration::from_micros(50);
+
+/// A counter split over cache lines: threads add to their own slot, so
+/// counting submissions and completions never bounces a shared line between
+/// the submitting thread and the workers. Only shutdown reads the sum.
+struct ShardedCounter {
+    slots: Box<[CachePadded<AtomicIsize>]>,
+}
+
+const COUNTER_SLOTS: usize = 32;
+
+thread_local! {
+    static SLOT: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % COUNTER_SLOTS
+    };
+}
+
+impl ShardedCounter {
+    fn new() -> Self {
+        ShardedCounter { slots: (0..COUNTER_SLOTS).map(|_| CachePadded::new(AtomicIsize::new(0))).collect() }
+    }
+    fn add(&self, d: isize) {
+        SLOT.with(|&s| self.slots[s].fetch_add(d, Ordering::SeqCst));
+    }
+    fn sum(&self) -> isize {
+        self.slots.iter().map(|s| s.load(Ordering::SeqCst)).sum()
+    }
+}
+
+pub(crate) struct RuntimeInner {
+    pool: rayon::ThreadPool,
+    threads: usize,
+    /// Ready tasks waiting for a drainer.
+    ready: Injector<Arc<Task>>,
+    /// Drainer jobs started and not yet exited.
+    drainers: CachePadded<AtomicUsize>,
+    /// Drainers currently looking for work (they will take a pushed task).
+    idle_drainers: CachePadded<AtomicUsize>,
+    state: AtomicU8,
+    /// Tasks submitted to this runtime and not yet completed.
+    outstanding: ShardedCounter,
+    idle_lock: Mutex<()>,
+    idle: Condvar,
+}
+
+thread_local! {
+    /// The runtime whose pool owns this thread (empty elsewhere).
+    static WORKER_OF: RefCell<Weak<RuntimeInner>> = const { RefCell::new(Weak::new()) };
+}
+
+/// The runtime whose worker this thread is, if any.
+fn current_runtime() -> Option<Arc<RuntimeInner>> {
+    WORKER_OF.with(|w| w.borrow().upgrade())
+}
+
+impl RuntimeInner {
+    /// Whether the calling thread is one of this runtime's workers.
+    pub(crate) fn is_current_worker(&self) -> bool {
+        WORKER_OF.with(|w| std::ptr::eq(w.borrow().as_ptr(), self))
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CANCELLING
+    }
+
+    /// Admit one more task, or refuse because the runtime is shutting down.
+    pub(crate) fn admit(&self, origin: &'static str) -> Result<()> {
+        self.outstanding.add(1);
+        if self.state.load(Ordering::SeqCst) != RUNNING {
+            self.retire();
+            return Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"));
+        }
+        Ok(())
+    }
+
+    /// One admitted task is completely done.
+    pub(crate) fn retire(&self) {
+        self.outstanding.add(-1);
+        if self.state.load(Ordering::SeqCst) != RUNNING {
+            let _g = self.idle_lock.lock();
+            self.idle.notify_all();
+        }
+    }
+
+    /// Queue a ready task for this runtime's workers. A new drainer starts
+    /// only if none is idle (an idle one takes the task) and fewer than one per
+    /// worker run: a submitting thread that keeps one drainer busy does not
+    /// wake the others to compete with it for the cores.
+    pub(crate) fn push(self: &Arc<Self>, task: Arc<Task>) {
+        self.ready.push(task);
+        // Pairs with the fence in `drain`: either a drainer that is leaving
+        // sees this task, or we see that it left and start another.
+        fence(Ordering::SeqCst);
+        if self.idle_drainers.load(Ordering::SeqCst) > 0 {
+            return;
+        }
+        let active = self.drainers.load(Ordering::SeqCst);
+        if active < self.threads {
+            self.start_drainer(active);
+        }
+    }
+
+    fn start_drainer(self: &Arc<Self>, seen: usize) {
+        if self.drainers.compare_exchange(seen, seen + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            let me = self.clone();
+            self.pool.spawn(move || me.drain());
+        }
+    }
+
+    /// Run queued tasks until the queue stays empty for a while.
+    fn drain(self: Arc<Self>) {
+        let mut idle_since: Option<Instant> = None;
+        let mut spins = 0u32;
+        loop {
+            match self.ready.steal() {
+                Steal::Success(t) => {
+                    if idle_since.take().is_some() {
+                        self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    spins = 0;
+                    exec::run(t);
+                }
+                Steal::Retry => {}
+                Steal::Empty => {
+                    if idle_since.is_none() {
+                        self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                        idle_since = Some(Instant::now());
+                    }
+                    spins = spins.wrapping_add(1);
+                    if spins % 16 != 0 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    // Pieces of parallel kernels are rayon jobs: help with them.
+                    if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
+                        idle_since = Some(Instant::now());
+                        continue;
+                    }
+                    if idle_since.is_some_and(|t| t.elapsed() >= DRAIN_SPIN) {
+                        self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                        self.drainers.fetch_sub(1, Ordering::SeqCst);
+                        fence(Ordering::SeqCst);
+                        if self.ready.is_empty() {
+                            return;
+                        }
+                        // A task arrived as we left: take the slot back if free.
+                        let active = self.drainers.load(Ordering::SeqCst);
+                        if active >= self.threads
+                            || self.drainers.compare_exchange(active, active + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
+                        {
+                            return;
+                        }
+                        idle_since = None;
+                        continue;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Run one queued task or one piece of rayon work; false if there was none.
+    fn help_once(&self) -> bool {
+        loop {
+            match self.ready.steal() {
+                Steal::Success(t) => {
+                    exec::run(t);
+                    return true;
+                }
+                Steal::Retry => continue,
+                Steal::Empty => return matches!(rayon::yield_now(), Some(rayon::Yield::Executed)),
+            }
+        }
+    }
+}
+
+/// A worker pool plus the bookkeeping for draining and cancelling it. Cloning
+/// shares the runtime.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+impl Runtime {
+    /// A runtime with `threads` workers (0 = one per available core).
+    pub fn new(threads: usize) -> Result<Runtime> {
+        let threads = if threads == 0 { default_threads() } else { threads };
+        let mut failure = None;
+        let inner = Arc::new_cyclic(|weak: &Weak<RuntimeInner>| {
+            let me = weak.clone();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("ta-worker-{i}"))
+                .start_handler(move |_| WORKER_OF.with(|w| *w.borrow_mut() = me.clone()))
+                .exit_handler(|_| WORKER_OF.with(|w| *w.borrow_mut() = Weak::new()))
+                .panic_handler(|p| eprintln!("tensorasync: a worker job {}", exec::panic_message(&p)))
+                .build();
+            let pool = pool.unwrap_or_else(|e| {
+                failure = Some(e.to_string());
+                // Report the failure below; a one-thread pool keeps the value well-formed.
+                rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("cannot start any worker thread")
+            });
+            RuntimeInner {
+                pool,
+                threads,
+                ready: Injector::new(),
+                drainers: CachePadded::new(AtomicUsize::new(0)),
+                idle_drainers: CachePadded::new(AtomicUsize::new(0)),
+                state: AtomicU8::new(RUNNING),
+                outstanding: ShardedCounter::new(),
+                idle_lock: Mutex::new(()),
+                idle: Condvar::new(),
+            }
+        });
+        if let Some(e) = failure {
+            return Err(Error::new(Status::Internal, "runtime_new", format!("cannot start worker threads: {e}")));
+        }
+        Ok(Runtime { inner })
+    }
+
+    /// The process-wide default runtime, created on first use with
+    /// `TA_NUM_THREADS` workers (default: one per available core).
+    pub fn global() -> &'static Runtime {
+        GLOBAL.get_or_init(|| {
+            let n = std::env::var("TA_NUM_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            Runtime::new(n).expect("default runtime")
+        })
+    }
+
+    /// Whether this is the default runtime (without creating it).
+    pub fn is_global(&self) -> bool {
+        GLOBAL.get().is_some_and(|g| g.same_as(self))
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.inner.threads
+    }
+
+    /// Tasks submitted and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.inner.outstanding.sum().max(0) as usize
+    }
+
+    /// Stop accepting work, then drain or cancel what was submitted; returns once
+    /// every submitted task has completed and fired its notifications. Calling it
+    /// from one of this runtime's workers fails with `WouldDeadlock`. Calling it
+    /// again is harmless.
+    pub fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
+        let inner = &self.inner;
+        if inner.is_current_worker() {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                "runtime_shutdown",
+                "a runtime cannot be shut down from one of its own workers",
+            ));
+        }
+        let target = match mode {
+            ShutdownMode::Drain => DRAINING,
+            ShutdownMode::Cancel => CANCELLING,
+        };
+        // Cancel may upgrade a drain in progress; nothing downgrades.
+        let _ = inner.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        let mut g = inner.idle_lock.lock();
+        while inner.outstanding.sum() != 0 {
+            inner.idle.wait_for(&mut g, Duration::from_millis(1));
+        }
+        drop(g);
+        let _ = inner.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
+        Ok(())
+    }
+
+    /// Whether two handles refer to the same runtime.
+    pub fn same_as(&self, other: &Runtime) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Block until `done()` or the deadline. On a worker thread, run queued tasks
+/// and rayon work while waiting, so the pool never hangs on its own waiters.
+pub(crate) fn block_until(done: impl Fn() -> bool, park: impl Fn(Duration), timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let worker_of = current_runtime();
+    let mut backoff = Duration::from_micros(20);
+    loop {
+        if done() {
+            return true;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        if worker_of.as_ref().is_some_and(|rt| rt.help_once()) {
+            backoff = Duration::from_micros(20);
+            continue;
+        }
+        let mut slice = if worker_of.is_some() { backoff } else { Duration::from_millis(100) };
+        if let Some(d) = deadline {
+            slice = slice.min(d - now);
+        }
+        park(slice);
+        backoff = (backoff * 2).min(Duration::from_millis(1));
+    }
+}
+
+/// Wait for everything enrolled on `value` so far; see [`crate::Tensor::wait`].
+pub(crate) fn wait_value(value: &Arc<Value>, timeout: Option<Duration>) -> Result<()> {
+    const ORIGIN: &str = "tensor_wait";
+    if exec::current_task_holds(value) {
+        return Err(Error::new(
+            Status::WouldDeadlock,
+            ORIGIN,
+            "a task cannot wait on a tensor it is accessing: the wait needs the task itself to finish",
+        ));
+    }
+    let mut s = value.state.lock();
+    if s.queue.is_idle() {
+        drop(s);
+        return crate::value::settled_state(value, ORIGIN);
+    }
+    let event = Event::new();
+    let task = exec::barrier(value.clone(), event.clone());
+    s.queue.enroll_barrier(&task);
+    drop(s);
+    event.bind(&task);
+    if task.release_guard() {
+        exec::run(task);
+    }
+    event.wait(timeout)
+}

@@ -1,0 +1,133 @@
+//! Owner tokens: reference-counted backing allocations (SPEC §2).
+//!
+//! A [`Storage`] is shared through `Arc` by the value that created it, by every
+//! view and block handle over it, and by every pending task that accesses it,
+//! so memory is freed (or handed back to its owner) only after the last access.
+
+use std::alloc::{self, Layout as AllocLayout};
+use std::ptr::NonNull;
+
+use crate::domain::Domain;
+use crate::error::{Error, Result, Status};
+
+/// Called exactly once when wrapped user memory is no longer used.
+pub type ReleaseFn = Box<dyn FnOnce() + Send>;
+
+enum Kind {
+    /// Allocated by the library with this alignment.
+    Owned { align: usize },
+    /// User memory wrapped without copying; the release hook runs on drop.
+    External { release: Option<ReleaseFn> },
+}
+
+/// A backing allocation of raw bytes in one domain.
+pub struct Storage {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    domain: Domain,
+    kind: Kind,
+}
+
+// SAFETY: a Storage is a raw allocation. The bytes are only read or written by
+// tasks that hold accesses granted by the epoch queues (readers share, a writer
+// is exclusive), which is the synchronisation that makes sharing the pointer
+// between threads sound. The release hook is `Send` and runs once, on drop.
+unsafe impl Send for Storage {}
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// Allocate `bytes` zeroed host bytes. Large buffers are 64-byte aligned for SIMD.
+    pub fn alloc_zeroed(bytes: usize, elem_align: usize, origin: &'static str) -> Result<Storage> {
+        let align = if bytes >= 4096 { 64 } else { elem_align.max(16) };
+        if bytes == 0 {
+            // A dangling, aligned, never-dereferenced pointer for empty tensors.
+            let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
+            return Ok(Storage { ptr, bytes, domain: Domain::Host, kind: Kind::Owned { align } });
+        }
+        let layout = AllocLayout::from_size_align(bytes, align)
+            .map_err(|_| Error::new(Status::OutOfMemory, origin, format!("cannot allocate {bytes} bytes")))?;
+        // SAFETY: layout has non-zero size (checked above).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw)
+            .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("out of memory allocating {bytes} bytes")))?;
+        Ok(Storage { ptr, bytes, domain: Domain::Host, kind: Kind::Owned { align } })
+    }
+
+    /// Wrap memory the library does not own. `release` runs exactly once, after the
+    /// last access.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads (and for writes, if the tensor is written)
+    /// of `bytes` bytes in `domain` until `release` is called.
+    pub unsafe fn wrap(ptr: NonNull<u8>, bytes: usize, domain: Domain, release: Option<ReleaseFn>) -> Storage {
+        Storage { ptr, bytes, domain, kind: Kind::External { release } }
+    }
+
+    /// Base pointer of the allocation.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Where the bytes live.
+    pub fn domain(&self) -> Domain {
+        self.domain
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        match &mut self.kind {
+            Kind::Owned { align } => {
+                if self.bytes != 0 {
+                    let layout = AllocLayout::from_size_align(self.bytes, *align).expect("layout was valid at alloc");
+                    // SAFETY: allocated in `alloc_zeroed` with this exact layout.
+                    unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+                }
+            }
+            Kind::External { release } => {
+                if let Some(f) = release.take() {
+                    f();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn release_runs_once_after_last_reference() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let mut buf = vec![0u8; 16];
+        let ptr = NonNull::new(buf.as_mut_ptr()).unwrap();
+        let s = Arc::new(unsafe {
+            Storage::wrap(ptr, 16, Domain::Host, Some(Box::new(|| {
+                CALLS.fetch_add(1, Ordering::SeqCst);
+            })))
+        });
+        let s2 = s.clone();
+        drop(s);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 0);
+        drop(s2);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn zeroed_and_aligned() {
+        let s = Storage::alloc_zeroed(8192, 8, "t").unwrap();
+        assert_eq!(s.ptr() as usize % 64, 0);
+        let bytes = unsafe { std::slice::from_raw_parts(s.ptr(), 8192) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        let e = Storage::alloc_zeroed(0, 8, "t").unwrap();
+        assert_eq!(e.bytes(), 0);
+    }
+}

@@ -1,0 +1,289 @@
+//! Tensor values: the durable handle of SPEC §2.
+//!
+//! A [`Tensor`] is a handle to a [`Value`], the hazard record that keeps the
+//! four parts of §2 apart: the descriptor (dtype, domain, layout), the owner
+//! token (an `Arc<Storage>`), the epoch token (the [`EpochQueue`] and the
+//! poison state) and, only inside a running task, the resolved view.
+//!
+//! The layout and storage recorded in a value are fixed at submission time:
+//! an overwrite whose result shape is known (copy-in of a given shape, a copy
+//! from a tensor of known shape) constructs the value when it is submitted,
+//! so later submissions check shapes synchronously and every access records
+//! where its elements are when it is enrolled. Tasks enrolled earlier never see
+//! the change, because nothing can access an unconstructed value. Storage, once
+//! set, is never replaced while the value lives; a future operation that
+//! replaces it must keep the old storage alive (in its own task) until every
+//! earlier access has finished, which a writer does by construction.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::domain::Domain;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result, Status};
+use crate::layout::{Extents, Layout, Order};
+use crate::queue::EpochQueue;
+use crate::runtime;
+use crate::storage::{ReleaseFn, Storage};
+
+/// What a constructed value holds: backing storage and the layout of its
+/// elements in it. Immutable: a value's contents are replaced, never modified,
+/// so an access can keep pointing at the contents it was enrolled with.
+pub(crate) struct Contents {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+}
+
+impl Contents {
+    /// New contents; the caller has checked that `layout` lies inside `storage`.
+    pub(crate) fn new(storage: Arc<Storage>, layout: Layout) -> Arc<Contents> {
+        Arc::new(Contents { storage, layout })
+    }
+
+    /// Address of element `[0, 0, ...]`.
+    pub(crate) fn data(&self, dtype: DType) -> *mut u8 {
+        // SAFETY: the layout lies inside the storage (checked at creation),
+        // so the offset stays inside the allocation.
+        unsafe { self.storage.ptr().offset(self.layout.offset * dtype.size() as isize) }
+    }
+}
+
+/// The mutable part of a value, guarded by its lock.
+pub(crate) struct ValueState {
+    pub(crate) queue: EpochQueue,
+    /// The contents as of the last submission; `None` while unconstructed.
+    pub(crate) contents: Option<Arc<Contents>>,
+    /// The error of the last failed write, propagated to every later reader.
+    pub(crate) poison: Option<Error>,
+}
+
+impl ValueState {
+    /// Whether the value holds data (or will, once the tasks enrolled so far run).
+    pub(crate) fn is_constructed(&self) -> bool {
+        self.contents.is_some()
+    }
+
+    /// The layout as of the last submission.
+    pub(crate) fn layout(&self) -> Option<&Layout> {
+        self.contents.as_deref().map(|c| &c.layout)
+    }
+}
+
+/// A hazard record: one epoch queue plus the value it orders.
+pub(crate) struct Value {
+    pub(crate) state: Mutex<ValueState>,
+    /// Mirrors `state.poison.is_some()` (written under the lock), so a task can
+    /// check its operands without locking them.
+    poisoned: AtomicBool,
+    pub(crate) dtype: DType,
+    pub(crate) domain: Domain,
+    /// Rejects every write at submission (const user memory, self-overlapping strides).
+    pub(crate) read_only: bool,
+}
+
+impl Value {
+    fn new(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Arc<Value> {
+        Arc::new(Value {
+            state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: None }),
+            poisoned: AtomicBool::new(false),
+            dtype,
+            domain,
+            read_only,
+        })
+    }
+
+    /// The error this value is poisoned with, if any. Called by a task that
+    /// holds an access: the writer that set the poison finished before the
+    /// task was released, which orders its store before this load.
+    pub(crate) fn poison(&self) -> Option<Error> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return None;
+        }
+        self.state.lock().poison.clone()
+    }
+
+    /// Poison the value with `e`, or clean it (`None`).
+    pub(crate) fn set_poison(&self, e: Option<Error>) {
+        if e.is_none() && !self.poisoned.load(Ordering::Acquire) {
+            return;
+        }
+        let mut s = self.state.lock();
+        self.poisoned.store(e.is_some(), Ordering::Release);
+        s.poison = e;
+    }
+
+    /// Zeroed dense contents for `extents` (used at creation and by overwrites
+    /// that construct their output).
+    pub(crate) fn alloc_contents(dtype: DType, extents: &[usize], order: Order, origin: &'static str) -> Result<Arc<Contents>> {
+        let layout = Layout::contiguous(extents, order);
+        let bytes = layout
+            .checked_len()
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large")))?;
+        let storage = Storage::alloc_zeroed(bytes, dtype.align(), origin)?;
+        Ok(Contents::new(Arc::new(storage), layout))
+    }
+}
+
+/// A handle to an asynchronous tensor value. Cloning the handle shares the
+/// value (same data, same epoch queue); releasing it never blocks, and pending
+/// operations keep the data alive.
+#[derive(Clone)]
+pub struct Tensor {
+    pub(crate) value: Arc<Value>,
+}
+
+fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
+    match domain {
+        Domain::Host => Ok(()),
+        Domain::Cuda(n) => Err(Error::new(
+            Status::CudaUnavailable,
+            origin,
+            format!("CUDA device {n} is not available in this build"),
+        )),
+    }
+}
+
+impl Tensor {
+    /// An unconstructed tensor: dtype and domain known, no shape yet. An
+    /// overwrite (copy-in, copy) constructs it.
+    pub fn unconstructed(dtype: DType, domain: Domain) -> Result<Tensor> {
+        check_domain(domain, "tensor_new")?;
+        Ok(Tensor { value: Value::new(dtype, domain, None, false) })
+    }
+
+    /// A zero-filled tensor.
+    pub fn zeros(dtype: DType, extents: &[usize], order: Order, domain: Domain) -> Result<Tensor> {
+        check_domain(domain, "tensor_new_zeros")?;
+        let contents = Value::alloc_contents(dtype, extents, order, "tensor_new_zeros")?;
+        Ok(Tensor { value: Value::new(dtype, domain, Some(contents), false) })
+    }
+
+    /// A tensor holding a copy of `data`, laid out densely in `order`.
+    pub fn from_slice<T: Element>(extents: &[usize], order: Order, data: &[T]) -> Result<Tensor> {
+        let l = Layout::contiguous(extents, order);
+        if l.checked_len() != Some(data.len()) {
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                "tensor_new_copy",
+                format!("extents {extents:?} need {:?} elements, got {}", l.checked_len(), data.len()),
+            ));
+        }
+        // SAFETY: `data` is a live slice of exactly `l.len()` elements of T.
+        unsafe { Tensor::from_host(T::DTYPE, &l, data.as_ptr().cast(), order) }
+    }
+
+    /// A tensor holding a copy of host memory described by `src` (any strides),
+    /// stored densely in `order`. The copy is made before this returns.
+    ///
+    /// # Safety
+    /// Every element `src` addresses must be readable at `ptr` (offsets in
+    /// elements of `dtype`).
+    pub unsafe fn from_host(dtype: DType, src: &Layout, ptr: *const u8, order: Order) -> Result<Tensor> {
+        let c = Value::alloc_contents(dtype, &src.extents, order, "tensor_new_copy")?;
+        // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
+        unsafe { crate::backends::native::copy_raw(dtype, c.storage.ptr(), &c.layout, ptr, src) };
+        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(c), false) })
+    }
+
+    /// Wrap host memory without copying. `release` runs exactly once, after the
+    /// last access; if wrapping fails it is dropped uncalled (the caller keeps
+    /// ownership). A `writable == false` tensor, or one whose strides make
+    /// elements overlap, is read-only: every write to it is rejected at submission.
+    ///
+    /// # Safety
+    /// `ptr` must stay valid for reads (and writes, if writable) of every element
+    /// `layout` addresses until `release` runs, and nothing else may write it meanwhile.
+    pub unsafe fn wrap(
+        dtype: DType,
+        layout: Layout,
+        ptr: *mut u8,
+        writable: bool,
+        release: Option<ReleaseFn>,
+    ) -> Result<Tensor> {
+        let origin = "tensor_wrap";
+        let Some(base) = std::ptr::NonNull::new(ptr) else {
+            return Err(Error::new(Status::NullPointer, origin, "data pointer is NULL"));
+        };
+        let bytes = match layout.checked_span() {
+            Some((lo, hi)) if lo >= 0 => (hi as usize + 1)
+                .checked_mul(dtype.size())
+                .ok_or_else(|| Error::new(Status::InvalidArgument, origin, "layout is too large"))?,
+            Some(_) => {
+                return Err(Error::new(Status::InvalidArgument, origin, "layout addresses memory before the data pointer"));
+            }
+            None => 0,
+        };
+        if (ptr as usize) % dtype.align() != 0 {
+            return Err(Error::new(Status::InvalidArgument, origin, format!("data pointer is not aligned for {}", dtype.name())));
+        }
+        let read_only = !writable || !layout.is_non_overlapping();
+        // SAFETY: forwarded from the caller.
+        let storage = unsafe { Storage::wrap(base, bytes, Domain::Host, release) };
+        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(Contents::new(Arc::new(storage), layout)), read_only) })
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.value.dtype
+    }
+
+    /// Domain (host or CUDA device).
+    pub fn domain(&self) -> Domain {
+        self.value.domain
+    }
+
+    /// Whether writes to this tensor are rejected.
+    pub fn is_read_only(&self) -> bool {
+        self.value.read_only
+    }
+
+    /// The extents as known at submission time, `None` while unconstructed.
+    pub fn extents(&self) -> Option<Extents> {
+        self.value.state.lock().layout().map(|l| l.extents.clone())
+    }
+
+    /// The layout as known at submission time, `None` while unconstructed.
+    pub fn layout(&self) -> Option<Layout> {
+        self.value.state.lock().layout().cloned()
+    }
+
+    /// Whether two handles refer to the same value (the same epoch queue).
+    pub fn same_value(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.value, &other.value)
+    }
+
+    /// Wait for every operation enrolled on this tensor so far, then report its
+    /// state: `Ok` for a clean constructed value, the poisoning error, or an
+    /// `Unconstructed` error. `None` waits forever. From inside a task, waiting on
+    /// a tensor the task itself accesses fails with `WouldDeadlock`.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        runtime::wait_value(&self.value, timeout)
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &self.dtype())
+            .field("domain", &self.domain())
+            .field("extents", &self.extents())
+            .finish()
+    }
+}
+
+/// The state a waiter reports once everything before it has run.
+pub(crate) fn settled_state(v: &Value, origin: &'static str) -> Result<()> {
+    let s = v.state.lock();
+    if let Some(e) = &s.poison {
+        return Err(e.clone());
+    }
+    if !s.is_constructed() {
+        return Err(Error::new(Status::Unconstructed, origin, "the tensor is unconstructed"));
+    }
+    Ok(())
+}
