@@ -48,5 +48,7 @@ pub use queue::Mode;
 pub use runtime::{CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use value::Tensor;
 
+/// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
