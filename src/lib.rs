@@ -45,7 +45,7 @@ pub use error::{Error, Result, Status};
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
-pub use runtime::{CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
+pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use value::Tensor;
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).

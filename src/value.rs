@@ -252,6 +252,12 @@ impl Tensor {
         self.value.state.lock().layout().cloned()
     }
 
+    /// An identity for the value (its epoch queue): equal for handles that
+    /// share the value, and the id used by [`crate::ops::EnrollTrace`].
+    pub fn value_id(&self) -> usize {
+        Arc::as_ptr(&self.value) as usize
+    }
+
     /// Whether two handles refer to the same value (the same epoch queue).
     pub fn same_value(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.value, &other.value)

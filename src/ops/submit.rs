@@ -165,7 +165,7 @@ pub(crate) fn submit(
     for (g, &(i, m)) in locked.guards.iter_mut().zip(&unique) {
         let pos = g.queue.enroll(&task, m);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.push((Arc::as_ptr(&operands[i].0.value) as usize, pos));
+            tr.push((operands[i].0.value_id(), pos));
         }
     }
     drop(locked);

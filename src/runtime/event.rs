@@ -17,6 +17,8 @@ pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
 
 enum State {
     Pending(SmallVec<[Callback; 1]>),
+    /// The outcome is known and the callbacks attached before it are running.
+    Firing(Result<()>),
     Done(Result<()>),
 }
 
@@ -30,6 +32,15 @@ struct Inner {
 /// The completion of one submitted operation. Cloning shares the event.
 #[derive(Clone)]
 pub struct Event(Arc<Inner>);
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.poll() {
+            None => f.write_str("Event(pending)"),
+            Some(r) => write!(f, "Event({r:?})"),
+        }
+    }
+}
 
 impl Default for Event {
     fn default() -> Self {
@@ -51,29 +62,32 @@ impl Event {
         *self.0.task.lock() = Arc::downgrade(task);
     }
 
-    /// Record the outcome and fire the callbacks (outside the lock).
+    /// Record the outcome, fire the callbacks (outside the lock), then mark
+    /// the event complete: a waiter returns only after the callbacks ran.
     pub(crate) fn complete(&self, result: &Result<()>) {
         let callbacks = {
             let mut s = self.0.state.lock();
-            match std::mem::replace(&mut *s, State::Done(result.clone())) {
-                State::Pending(cbs) => cbs,
-                State::Done(prev) => {
-                    // Completing twice would be a runtime bug; keep the first outcome.
-                    *s = State::Done(prev);
-                    return;
+            match &mut *s {
+                State::Pending(cbs) => {
+                    let cbs = std::mem::take(cbs);
+                    *s = State::Firing(result.clone());
+                    cbs
                 }
+                // Completing twice would be a runtime bug; keep the first outcome.
+                State::Firing(_) | State::Done(_) => return,
             }
         };
-        self.0.cv.notify_all();
         for cb in callbacks {
             exec::call_guarded(|| cb(result));
         }
+        *self.0.state.lock() = State::Done(result.clone());
+        self.0.cv.notify_all();
     }
 
     /// The outcome if the operation has completed.
     pub fn poll(&self) -> Option<Result<()>> {
         match &*self.0.state.lock() {
-            State::Pending(_) => None,
+            State::Pending(_) | State::Firing(_) => None,
             State::Done(r) => Some(r.clone()),
         }
     }
@@ -84,7 +98,7 @@ impl Event {
     }
 
     /// Run `cb` once with the outcome: now (in the calling thread) if the
-    /// operation has completed, otherwise on completion.
+    /// outcome is known, otherwise on completion.
     pub fn on_complete(&self, cb: Callback) {
         let done = {
             let mut s = self.0.state.lock();
@@ -93,7 +107,7 @@ impl Event {
                     cbs.push(cb);
                     return;
                 }
-                State::Done(r) => (r.clone(), cb),
+                State::Firing(r) | State::Done(r) => (r.clone(), cb),
             }
         };
         exec::call_guarded(|| (done.1)(&done.0));
@@ -119,7 +133,7 @@ impl Event {
             || self.is_complete(),
             |slice| {
                 let mut s = self.0.state.lock();
-                if matches!(&*s, State::Pending(_)) {
+                if !matches!(&*s, State::Done(_)) {
                     self.0.cv.wait_for(&mut s, slice);
                 }
             },

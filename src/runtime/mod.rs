@@ -36,7 +36,7 @@ use crate::error::{Error, Result, Status};
 use crate::value::Value;
 
 pub use cq::{CompletionEntry, CompletionQueue};
-pub use event::Event;
+pub use event::{Callback, Event};
 pub(crate) use task::Task;
 
 /// How [`Runtime::shutdown`] treats work that has not started.

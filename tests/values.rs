@@ -1,0 +1,312 @@
+//! Values, errors as values, construction, release and shutdown (SPEC §2.2, §2.6).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use tensorasync::*;
+
+fn failing(msg: &'static str) -> KernelFn {
+    KernelFn::new(move |c| {
+        c.set_message(msg);
+        Err(KernelFailure { code: 7, message: None })
+    })
+}
+
+#[test]
+fn a_kernel_error_reaches_every_downstream_reader_waiter_event_and_callback() {
+    let rt = Runtime::new(2).unwrap();
+    let cq = CompletionQueue::new().unwrap();
+    let a = f64s(&[2], &[1.0, 2.0]);
+    let b = f64s(&[2], &[0.0, 0.0]);
+    let c = f64s(&[2], &[0.0, 0.0]);
+    let fail_ev = ops::kernel("broken_kernel", &[(&a, Mode::Update)], failing("disk on fire"), Submit::on(&rt).with_event())
+        .unwrap()
+        .unwrap();
+    // Downstream: a reader of a that writes b, an updater of a, a reader of b
+    // that writes c (two hops), with every kind of notification.
+    let cb_seen: Arc<Mutex<Vec<Error>>> = Default::default();
+    let cbs = cb_seen.clone();
+    let ev_copy = ops::copy(
+        &b,
+        &a,
+        Submit {
+            runtime: Some(&rt),
+            event: true,
+            callback: Some(Box::new(move |r| cbs.lock().unwrap().push(r.clone().unwrap_err()))),
+            cq: Some((&cq, 11)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .unwrap();
+    let ev_scale = ops::scale(&a, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev_hop2 = ops::axpy(&c, Scalar::real(1.0), &b, Submit { runtime: Some(&rt), event: true, cq: Some((&cq, 12)), ..Default::default() })
+        .unwrap()
+        .unwrap();
+
+    let original = fail_ev.wait(LONG).unwrap_err();
+    assert_eq!(original.status(), Status::KernelFailed);
+    assert_eq!(original.message(), "disk on fire");
+    assert_eq!(original.origin(), "broken_kernel");
+    assert_eq!(original.code(), 7);
+    for (what, ev) in [("copy", &ev_copy), ("scale", &ev_scale), ("two hops", &ev_hop2)] {
+        let e = ev.wait(LONG).unwrap_err();
+        assert!(e.same_as(&original), "{what}: error was re-created instead of propagated");
+        assert_eq!(e.message(), "disk on fire");
+        assert_eq!(e.origin(), "broken_kernel");
+    }
+    for t in [&a, &b, &c] {
+        let e = t.wait(LONG).unwrap_err();
+        assert!(e.same_as(&original));
+    }
+    let seen = cb_seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].same_as(&original));
+    let mut entries = cq.poll(16);
+    entries.sort_by_key(|e| e.tag);
+    assert_eq!(entries.iter().map(|e| e.tag).collect::<Vec<_>>(), vec![11, 12]);
+    for e in entries {
+        assert!(e.result.unwrap_err().same_as(&original));
+    }
+}
+
+#[test]
+fn an_overwrite_clears_a_poison() {
+    let rt = Runtime::new(2).unwrap();
+    let a = f64s(&[3], &[1.0, 2.0, 3.0]);
+    ops::kernel("broken", &[(&a, Mode::Update)], failing("bad"), Submit::on(&rt)).unwrap();
+    assert_eq!(a.wait(LONG).unwrap_err().status(), Status::KernelFailed);
+    // An update fails with the same error...
+    let e = ops::scale(&a, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
+    assert_eq!(e.message(), "bad");
+    // ... a pure overwrite gives a fresh clean value ...
+    ops::fill(&a, Scalar::real(5.0), Submit::on(&rt)).unwrap();
+    a.wait(LONG).unwrap();
+    assert_eq!(read_f64(&a), vec![5.0; 3]);
+    // ... and so does copy-in, after another failure.
+    ops::kernel("broken", &[(&a, Mode::Update)], failing("bad again"), Submit::on(&rt)).unwrap();
+    let src = [9.0f64, 8.0, 7.0];
+    let ev = unsafe {
+        ops::copy_in(&a, src.as_ptr().cast(), Layout::contiguous(&[3], Order::RowMajor), Submit::on(&rt).with_event())
+    }
+    .unwrap()
+    .unwrap();
+    ev.wait(LONG).unwrap();
+    assert_eq!(read_f64(&a), vec![9.0, 8.0, 7.0]);
+}
+
+#[test]
+fn reading_an_unconstructed_tensor_fails_with_its_own_status() {
+    let rt = Runtime::new(1).unwrap();
+    let u = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+    let y = f64s(&[2], &[0.0, 0.0]);
+    let e = ops::axpy(&y, Scalar::real(1.0), &u, Submit::on(&rt)).unwrap_err();
+    assert_eq!(e.status(), Status::Unconstructed);
+    let mut out = [0.0f64; 2];
+    let e = unsafe { ops::copy_out(&u, out.as_mut_ptr().cast(), 2, None, Submit::on(&rt)) }.unwrap_err();
+    assert_eq!(e.status(), Status::Unconstructed);
+    assert_eq!(u.wait(LONG).unwrap_err().status(), Status::Unconstructed);
+    assert_eq!(u.extents(), None);
+    // An overwrite constructs it; the shape is known at once.
+    ops::copy(&u, &f64s(&[2], &[3.0, 4.0]), Submit::on(&rt)).unwrap();
+    assert_eq!(u.extents().unwrap().as_slice(), &[2]);
+    ops::axpy(&y, Scalar::real(1.0), &u, Submit::on(&rt)).unwrap();
+    assert_eq!(read_f64(&y), vec![3.0, 4.0]);
+    // A shape mismatch known at submission is rejected and enrolls nothing.
+    let z = f64s(&[3], &[0.0; 3]);
+    assert_eq!(ops::axpy(&z, Scalar::real(1.0), &u, Submit::on(&rt)).unwrap_err().status(), Status::ShapeMismatch);
+    assert_eq!(read_f64(&z), vec![0.0; 3]);
+}
+
+#[test]
+fn submission_checks_enroll_nothing() {
+    let rt = Runtime::new(1).unwrap();
+    let x = f64s(&[2], &[1.0, 2.0]);
+    let f = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f32, 2.0]).unwrap();
+    assert_eq!(ops::axpy(&x, Scalar::real(1.0), &f, Submit::on(&rt)).unwrap_err().status(), Status::DtypeMismatch);
+    assert_eq!(ops::axpy(&x, Scalar::real(1.0), &x, Submit::on(&rt)).unwrap_err().status(), Status::Alias);
+    assert_eq!(ops::fill(&x, Scalar::complex(1.0, 1.0), Submit::on(&rt)).unwrap_err().status(), Status::InvalidArgument);
+    let k = kernel(|_| {});
+    assert_eq!(
+        ops::kernel("rw", &[(&x, Mode::Read), (&x, Mode::Update)], k, Submit::on(&rt)).unwrap_err().status(),
+        Status::Alias
+    );
+    let data = [1.0f64, 2.0];
+    let ro = unsafe { Tensor::wrap(DType::F64, Layout::contiguous(&[2], Order::RowMajor), data.as_ptr() as *mut u8, false, None) }.unwrap();
+    assert!(ro.is_read_only());
+    assert_eq!(ops::fill(&ro, Scalar::real(0.0), Submit::on(&rt)).unwrap_err().status(), Status::ReadOnly);
+    // Overlapping strides make a wrapped tensor read-only too.
+    let mut buf = [0.0f64; 4];
+    let ov = unsafe { Tensor::wrap(DType::F64, Layout::strided(&[2, 2], &[1, 1], 0, "t").unwrap(), buf.as_mut_ptr().cast(), true, None) }
+        .unwrap();
+    assert_eq!(ops::scale(&ov, Scalar::real(2.0), Submit::on(&rt)).unwrap_err().status(), Status::ReadOnly);
+    // Two reads of the same tensor in one kernel are fine.
+    let k = kernel(|_| {});
+    ops::kernel("rr", &[(&x, Mode::Read), (&x, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap();
+    assert_eq!(read_f64(&x), vec![1.0, 2.0]);
+    // Rejected submissions left nothing behind: the runtime settles to zero.
+    let t0 = std::time::Instant::now();
+    while rt.outstanding() != 0 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "a rejected submission stayed outstanding");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn strided_copies_and_dtypes() {
+    let rt = Runtime::new(2).unwrap();
+    // Column-major source, negative-stride destination view via wrap.
+    let col = unsafe {
+        let data: Vec<f64> = (0..6).map(|i| i as f64).collect(); // 2x3 column-major
+        let l = Layout::contiguous(&[2, 3], Order::ColMajor);
+        Tensor::from_host(DType::F64, &l, data.as_ptr().cast(), Order::ColMajor).unwrap()
+    };
+    let mut back = vec![0.0f64; 6];
+    // dst layout: rows reversed (stride -3, offset 3).
+    let l = Layout::strided(&[2, 3], &[-3, 1], 3, "t").unwrap();
+    let rev = unsafe { Tensor::wrap(DType::F64, l, back.as_mut_ptr().cast(), true, None) }.unwrap();
+    ops::copy(&rev, &col, Submit::on(&rt)).unwrap();
+    rev.wait(LONG).unwrap();
+    drop(rev);
+    // col[i][j] = i + 2j; rev row i sits at memory row 1-i.
+    for i in 0..2 {
+        for j in 0..3 {
+            assert_eq!(back[(1 - i) * 3 + j], (i + 2 * j) as f64);
+        }
+    }
+    // Complex: axpy and scale against a reference.
+    use num_complex::Complex64 as C;
+    let x = Tensor::from_slice(&[3], Order::RowMajor, &[C::new(1.0, 2.0), C::new(-1.0, 0.5), C::new(0.0, -3.0)]).unwrap();
+    let y = Tensor::from_slice(&[3], Order::RowMajor, &[C::new(0.5, 0.5); 3]).unwrap();
+    let a = Scalar::complex(2.0, -1.0);
+    ops::axpy(&y, a, &x, Submit::on(&rt)).unwrap();
+    ops::scale(&y, Scalar::complex(0.0, 1.0), Submit::on(&rt)).unwrap();
+    let mut out = [C::new(0.0, 0.0); 3];
+    unsafe { ops::copy_out(&y, out.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+    let xs = [C::new(1.0, 2.0), C::new(-1.0, 0.5), C::new(0.0, -3.0)];
+    for k in 0..3 {
+        let want = C::new(0.0, 1.0) * (C::new(2.0, -1.0) * xs[k] + C::new(0.5, 0.5));
+        assert_eq!(out[k], want);
+    }
+    // Integers through fill/scale, exactly.
+    let i = Tensor::zeros(DType::I64, &[4], Order::RowMajor, Domain::Host).unwrap();
+    ops::fill(&i, Scalar::real(3.0), Submit::on(&rt)).unwrap();
+    ops::scale(&i, Scalar::real(-2.0), Submit::on(&rt)).unwrap();
+    let mut iout = [0i64; 4];
+    unsafe { ops::copy_out(&i, iout.as_mut_ptr().cast(), 4, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+    assert_eq!(iout, [-6; 4]);
+}
+
+#[test]
+fn releasing_every_handle_with_10k_operations_pending() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let calls = Arc::new((0..10_000).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>());
+    let mut user = vec![0.0f64; 8];
+    let wrapped = unsafe {
+        Tensor::wrap(
+            DType::F64,
+            Layout::contiguous(&[8], Order::RowMajor),
+            user.as_mut_ptr().cast(),
+            true,
+            Some(Box::new(|| {
+                RELEASED.fetch_add(1, Ordering::SeqCst);
+            })),
+        )
+    }
+    .unwrap();
+    let other = f64s(&[8], &[1.0; 8]);
+    ops::kernel("blocker", &[(&wrapped, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
+    let mut events = vec![];
+    for i in 0..10_000 {
+        let c = calls.clone();
+        let cb: tensorasync::Callback = Box::new(move |r| {
+            assert!(r.is_ok());
+            c[i].fetch_add(1, Ordering::SeqCst);
+        });
+        let opts = Submit { runtime: Some(&rt), callback: Some(cb), event: i % 10 == 0, ..Default::default() };
+        let ev = if i % 2 == 0 { ops::axpy(&wrapped, Scalar::real(1.0), &other, opts) } else { ops::scale(&wrapped, Scalar::real(1.0), opts) };
+        events.extend(ev.unwrap());
+    }
+    // Release every handle while all of that is pending.
+    drop(events);
+    drop(wrapped);
+    drop(other);
+    assert_eq!(RELEASED.load(Ordering::SeqCst), 0, "released while accesses were pending");
+    gate.open();
+    rt.shutdown(ShutdownMode::Drain).unwrap();
+    assert!(calls.iter().all(|c| c.load(Ordering::SeqCst) == 1), "every callback exactly once");
+    assert_eq!(RELEASED.load(Ordering::SeqCst), 1, "zero-copy release exactly once");
+    assert_eq!(user, vec![5000.0; 8]);
+}
+
+#[test]
+fn shutdown_with_cancel_completes_pending_work_as_cancelled() {
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let t = f64s(&[1], &[0.0]);
+    let first = ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let mut events = vec![];
+    for _ in 0..1000 {
+        let (f, c) = (fired.clone(), cancelled.clone());
+        let cb: tensorasync::Callback = Box::new(move |r| {
+            f.fetch_add(1, Ordering::SeqCst);
+            if r.as_ref().is_err_and(|e| e.status() == Status::Cancelled) {
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let opts = Submit { runtime: Some(&rt), callback: Some(cb), event: true, ..Default::default() };
+        events.push(ops::scale(&t, Scalar::real(2.0), opts).unwrap().unwrap());
+    }
+    let rt2 = rt.clone();
+    let stopper = std::thread::spawn(move || rt2.shutdown(ShutdownMode::Cancel));
+    // Wait until shutdown has begun, then let the blocker finish.
+    let t0 = std::time::Instant::now();
+    while ops::fill(&f64s(&[1], &[0.0]), Scalar::real(1.0), Submit::on(&rt)).is_ok() {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gate.open();
+    stopper.join().unwrap().unwrap();
+    first.wait(LONG).unwrap();
+    for e in &events {
+        assert_eq!(e.wait(LONG).unwrap_err().status(), Status::Cancelled);
+    }
+    assert_eq!(fired.load(Ordering::SeqCst), 1000);
+    assert_eq!(cancelled.load(Ordering::SeqCst), 1000);
+    assert_eq!(t.wait(LONG).unwrap_err().status(), Status::Cancelled);
+    let e = ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap_err();
+    assert_eq!(e.status(), Status::Shutdown);
+}
+
+#[test]
+fn events_poll_wait_and_late_callbacks() {
+    let rt = Runtime::new(1).unwrap();
+    let gate = Gate::default();
+    let t = f64s(&[1], &[0.0]);
+    let ev = ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
+    assert!(ev.poll().is_none());
+    assert_eq!(ev.wait(Some(Duration::from_millis(20))).unwrap_err().status(), Status::Timeout);
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    ev.on_complete(Box::new(move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+    }));
+    gate.open();
+    ev.wait(LONG).unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    // Attaching to a completed event fires at once, in this thread.
+    let here = std::thread::current().id();
+    let where_ = Arc::new(Mutex::new(None));
+    let w = where_.clone();
+    ev.on_complete(Box::new(move |r| *w.lock().unwrap() = Some((std::thread::current().id(), r.is_ok()))));
+    assert_eq!(*where_.lock().unwrap(), Some((here, true)));
+    assert_eq!(ev.poll().map(|r| r.is_ok()), Some(true));
+}
