@@ -1,1 +1,112 @@
-fn main() {}
+//! Core (Rust-level) benchmarks: per-task cost of the epoch queues and the
+//! runtime, without the C ABI. The C harness in examples-c/bench measures the
+//! same patterns through the ABI side by side with StarPU and OpenMP.
+//!
+//! Run: `cargo bench --bench core`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tensorasync::*;
+
+const BATCH: usize = 10_000;
+
+fn inc() -> KernelFn {
+    KernelFn::Raw {
+        f: |_, c| {
+            unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
+            Ok(())
+        },
+        data: [0, 0],
+    }
+}
+
+fn noop() -> KernelFn {
+    KernelFn::Raw { f: |_, _| Ok(()), data: [0, 0] }
+}
+
+fn scalar_tensor() -> Tensor {
+    Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
+}
+
+fn tasks(c: &mut Criterion) {
+    let rt = Runtime::new(2).unwrap();
+    let mut g = c.benchmark_group("tasks");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+
+    let t = scalar_tensor();
+    g.bench_function("a_chain_of_dependent_updates", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+            }
+            t.wait(None).unwrap();
+        })
+    });
+
+    let many: Vec<Tensor> = (0..BATCH).map(|_| scalar_tensor()).collect();
+    g.bench_function("b_independent", |b| {
+        b.iter(|| {
+            for x in &many {
+                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+            }
+            while rt.outstanding() != 0 {
+                std::hint::spin_loop();
+            }
+        })
+    });
+
+    g.throughput(Throughput::Elements((BATCH / 9 * 9) as u64));
+    g.bench_function("c_one_writer_eight_readers", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH / 9 {
+                ops::kernel("w", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                for _ in 0..8 {
+                    ops::kernel("r", &[(&t, Mode::Read)], noop(), Submit::on(&rt)).unwrap();
+                }
+            }
+            t.wait(None).unwrap();
+        })
+    });
+
+    // Submission alone: everything queues behind a writer that holds the value.
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function("submit_behind_a_blocked_writer", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let gate = Arc::new(AtomicBool::new(false));
+                let g2 = gate.clone();
+                let block = KernelFn::new(move |_| {
+                    while !g2.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                });
+                ops::kernel("block", &[(&t, Mode::Update)], block, Submit::on(&rt)).unwrap();
+                let t0 = Instant::now();
+                for _ in 0..BATCH {
+                    ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                }
+                total += t0.elapsed();
+                gate.store(true, Ordering::Release);
+                t.wait(None).unwrap();
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn handles(c: &mut Criterion) {
+    let mut g = c.benchmark_group("handles");
+    g.sample_size(30).measurement_time(Duration::from_secs(2));
+    g.bench_function("d_tensor_create_and_free", |b| b.iter(|| drop(std::hint::black_box(scalar_tensor()))));
+    g.finish();
+}
+
+criterion_group!(benches, tasks, handles);
+criterion_main!(benches);

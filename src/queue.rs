@@ -14,6 +14,8 @@
 
 use std::sync::Arc;
 
+use thin_vec::ThinVec;
+
 use crate::runtime::task::Task;
 
 /// How an operation uses an operand.
@@ -54,8 +56,9 @@ impl Mode {
 pub(crate) struct EpochQueue {
     /// The writer that opened the current epoch (possibly finished).
     writer: Option<Arc<Task>>,
-    /// Readers enrolled in the current epoch (some possibly finished).
-    readers: Vec<Arc<Task>>,
+    /// Readers enrolled in the current epoch (some possibly finished). A thin
+    /// vector keeps an idle value's queue one word smaller.
+    readers: ThinVec<Arc<Task>>,
     /// Number of accesses ever enrolled; the position of the latest one.
     seq: u64,
 }
@@ -81,7 +84,7 @@ impl EpochQueue {
                         task.depend_on(&r);
                     }
                     if self.readers.capacity() > 64 {
-                        self.readers = Vec::new();
+                        self.readers = ThinVec::new();
                     }
                 }
                 self.writer = Some(task.clone());

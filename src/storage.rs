@@ -7,25 +7,19 @@
 use std::alloc::{self, Layout as AllocLayout};
 use std::ptr::NonNull;
 
-use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 
 /// Called exactly once when wrapped user memory is no longer used.
 pub type ReleaseFn = Box<dyn FnOnce() + Send>;
 
-enum Kind {
-    /// Allocated by the library with this alignment.
-    Owned { align: usize },
-    /// User memory wrapped without copying; the release hook runs on drop.
-    External { release: Option<ReleaseFn> },
-}
-
-/// A backing allocation of raw bytes in one domain.
+/// A backing allocation of raw bytes. Kept small: one lives in every tensor.
 pub struct Storage {
     ptr: NonNull<u8>,
     bytes: usize,
-    domain: Domain,
-    kind: Kind,
+    /// Alignment the library allocated with; 0 for wrapped user memory.
+    align: usize,
+    /// For wrapped user memory: runs once, on drop.
+    release: Option<ReleaseFn>,
 }
 
 // SAFETY: a Storage is a raw allocation. The bytes are only read or written by
@@ -38,11 +32,11 @@ unsafe impl Sync for Storage {}
 impl Storage {
     /// Allocate `bytes` zeroed host bytes. Large buffers are 64-byte aligned for SIMD.
     pub fn alloc_zeroed(bytes: usize, elem_align: usize, origin: &'static str) -> Result<Storage> {
-        let align = if bytes >= 4096 { 64 } else { elem_align.max(16) };
+        let align = if bytes >= 4096 { 64 } else { elem_align.max(1) };
         if bytes == 0 {
             // A dangling, aligned, never-dereferenced pointer for empty tensors.
             let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
-            return Ok(Storage { ptr, bytes, domain: Domain::Host, kind: Kind::Owned { align } });
+            return Ok(Storage { ptr, bytes, align, release: None });
         }
         let layout = AllocLayout::from_size_align(bytes, align)
             .map_err(|_| Error::new(Status::OutOfMemory, origin, format!("cannot allocate {bytes} bytes")))?;
@@ -50,7 +44,7 @@ impl Storage {
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("out of memory allocating {bytes} bytes")))?;
-        Ok(Storage { ptr, bytes, domain: Domain::Host, kind: Kind::Owned { align } })
+        Ok(Storage { ptr, bytes, align, release: None })
     }
 
     /// Wrap memory the library does not own. `release` runs exactly once, after the
@@ -58,9 +52,9 @@ impl Storage {
     ///
     /// # Safety
     /// `ptr` must be valid for reads (and for writes, if the tensor is written)
-    /// of `bytes` bytes in `domain` until `release` is called.
-    pub unsafe fn wrap(ptr: NonNull<u8>, bytes: usize, domain: Domain, release: Option<ReleaseFn>) -> Storage {
-        Storage { ptr, bytes, domain, kind: Kind::External { release } }
+    /// of `bytes` bytes until `release` is called.
+    pub unsafe fn wrap(ptr: NonNull<u8>, bytes: usize, release: Option<ReleaseFn>) -> Storage {
+        Storage { ptr, bytes, align: 0, release }
     }
 
     /// Base pointer of the allocation.
@@ -73,27 +67,16 @@ impl Storage {
         self.bytes
     }
 
-    /// Where the bytes live.
-    pub fn domain(&self) -> Domain {
-        self.domain
-    }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        match &mut self.kind {
-            Kind::Owned { align } => {
-                if self.bytes != 0 {
-                    let layout = AllocLayout::from_size_align(self.bytes, *align).expect("layout was valid at alloc");
-                    // SAFETY: allocated in `alloc_zeroed` with this exact layout.
-                    unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
-                }
-            }
-            Kind::External { release } => {
-                if let Some(f) = release.take() {
-                    f();
-                }
-            }
+        if let Some(f) = self.release.take() {
+            f();
+        } else if self.align != 0 && self.bytes != 0 {
+            let layout = AllocLayout::from_size_align(self.bytes, self.align).expect("layout was valid at alloc");
+            // SAFETY: allocated in `alloc_zeroed` with this exact layout.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
         }
     }
 }
@@ -110,7 +93,7 @@ mod tests {
         let mut buf = vec![0u8; 16];
         let ptr = NonNull::new(buf.as_mut_ptr()).unwrap();
         let s = Arc::new(unsafe {
-            Storage::wrap(ptr, 16, Domain::Host, Some(Box::new(|| {
+            Storage::wrap(ptr, 16, Some(Box::new(|| {
                 CALLS.fetch_add(1, Ordering::SeqCst);
             })))
         });
@@ -128,6 +111,7 @@ mod tests {
         let bytes = unsafe { std::slice::from_raw_parts(s.ptr(), 8192) };
         assert!(bytes.iter().all(|&b| b == 0));
         let e = Storage::alloc_zeroed(0, 8, "t").unwrap();
+        assert_eq!(Storage::alloc_zeroed(24, 8, "t").unwrap().ptr() as usize % 8, 0);
         assert_eq!(e.bytes(), 0);
     }
 }

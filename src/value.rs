@@ -33,21 +33,37 @@ use crate::storage::{ReleaseFn, Storage};
 /// elements in it. Immutable: a value's contents are replaced, never modified,
 /// so an access can keep pointing at the contents it was enrolled with.
 pub(crate) struct Contents {
-    pub(crate) storage: Arc<Storage>,
+    storage: Backing,
     pub(crate) layout: Layout,
 }
 
+/// A value owns its storage outright (one allocation fewer per tensor), or
+/// shares it (block arrays: one allocation, many values).
+enum Backing {
+    Own(Storage),
+    #[allow(dead_code)] // block arrays share one allocation
+    Shared(Arc<Storage>),
+}
+
 impl Contents {
-    /// New contents; the caller has checked that `layout` lies inside `storage`.
-    pub(crate) fn new(storage: Arc<Storage>, layout: Layout) -> Arc<Contents> {
-        Arc::new(Contents { storage, layout })
+    /// Contents owning `storage`; the caller has checked that `layout` lies inside it.
+    pub(crate) fn owning(storage: Storage, layout: Layout) -> Arc<Contents> {
+        Arc::new(Contents { storage: Backing::Own(storage), layout })
+    }
+
+    /// The backing storage.
+    pub(crate) fn storage(&self) -> &Storage {
+        match &self.storage {
+            Backing::Own(s) => s,
+            Backing::Shared(s) => s,
+        }
     }
 
     /// Address of element `[0, 0, ...]`.
     pub(crate) fn data(&self, dtype: DType) -> *mut u8 {
         // SAFETY: the layout lies inside the storage (checked at creation),
         // so the offset stays inside the allocation.
-        unsafe { self.storage.ptr().offset(self.layout.offset * dtype.size() as isize) }
+        unsafe { self.storage().ptr().offset(self.layout.offset * dtype.size() as isize) }
     }
 }
 
@@ -125,7 +141,7 @@ impl Value {
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large")))?;
         let storage = Storage::alloc_zeroed(bytes, dtype.align(), origin)?;
-        Ok(Contents::new(Arc::new(storage), layout))
+        Ok(Contents::owning(storage, layout))
     }
 }
 
@@ -186,7 +202,7 @@ impl Tensor {
     pub unsafe fn from_host(dtype: DType, src: &Layout, ptr: *const u8, order: Order) -> Result<Tensor> {
         let c = Value::alloc_contents(dtype, &src.extents, order, "tensor_new_copy")?;
         // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
-        unsafe { crate::backends::native::copy_raw(dtype, c.storage.ptr(), &c.layout, ptr, src) };
+        unsafe { crate::backends::native::copy_raw(dtype, c.storage().ptr(), &c.layout, ptr, src) };
         Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(c), false) })
     }
 
@@ -223,8 +239,8 @@ impl Tensor {
         }
         let read_only = !writable || !layout.is_non_overlapping();
         // SAFETY: forwarded from the caller.
-        let storage = unsafe { Storage::wrap(base, bytes, Domain::Host, release) };
-        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(Contents::new(Arc::new(storage), layout)), read_only) })
+        let storage = unsafe { Storage::wrap(base, bytes, release) };
+        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(Contents::owning(storage, layout)), read_only) })
     }
 
     /// Element type.

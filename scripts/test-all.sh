@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every test of tensorasync on a fresh Debian machine with Rust and gcc:
+# installs the tools it needs, then runs
+#   1. the Rust unit, integration, differential and header tests (release);
+#   2. the C tests (examples-c), once normally and once under valgrind;
+#   3. the install + pkg-config check;
+#   4. the Rust tests again under AddressSanitizer, when a nightly toolchain exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CBINDGEN_VERSION=0.29.4
+
+step() { printf '\n==> %s\n' "$*"; }
+
+missing=()
+for tool in valgrind:valgrind pkg-config:pkg-config g++:g++ make:make; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
+done
+if ((${#missing[@]})); then
+  step "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if ! cbindgen --version 2>/dev/null | grep -q "$CBINDGEN_VERSION"; then
+  step "installing cbindgen $CBINDGEN_VERSION"
+  cargo install cbindgen --version "$CBINDGEN_VERSION" --locked
+fi
+
+step "Rust tests (cargo test --release)"
+cargo test --release
+
+step "C tests, normally and under valgrind"
+make -C examples-c check
+
+step "install and pkg-config"
+make -C examples-c install-check
+
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  step "Rust tests under AddressSanitizer (nightly, system allocator)"
+  RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" TA_DIFF_PROGRAMS=300 \
+    cargo +nightly test --release --no-default-features --target x86_64-unknown-linux-gnu \
+    --target-dir target/asan --tests
+else
+  step "no nightly toolchain: AddressSanitizer pass skipped"
+fi
+
+step "all tests passed"
