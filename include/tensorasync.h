@@ -539,6 +539,14 @@ ta_status ta_error_free(struct ta_error *error);
 ta_status ta_last_error(struct ta_error **error_out);
 
 /**
+ * The number of live handles of every kind (tensors, events, runtimes,
+ * completion queues, errors) in the process: a leak check for tests, since a
+ * handle never freed is reachable memory that tools such as valgrind do not
+ * report.
+ */
+ta_status ta_handles_live(size_t *count_out);
+
+/**
  * Poll an event without blocking: `TA_STATUS_PENDING` while the operation
  * runs, then its final status (`TA_STATUS_OK`, or the status of its error).
  * Handle problems give handle statuses (`TA_STATUS_NULL_HANDLE`, ...), which
@@ -634,7 +642,8 @@ ta_status ta_kernel_set_error(struct ta_kernel_ctx *ctx, const char *message);
 
 /**
  * From inside a kernel, run `range(begin, end, userdata)` over pieces of
- * `[begin, end)` of at least `grain` items, in parallel on the runtime's own
+ * `[begin, end)` of at least `grain` items (fewer only when the whole range
+ * is shorter), in parallel on the runtime's own
  * workers, and return when all pieces are done. Parallel kernels written this
  * way share the cores with other tasks instead of oversubscribing them.
  * `range` may run on several threads at once.
@@ -688,8 +697,10 @@ ta_status ta_copy(const struct ta_tensor *dst,
                   struct ta_error **error);
 
 /**
- * Copy host memory into `dst` asynchronously. `src` holds `rank` extents of
- * elements with `src_strides` (elements; NULL for dense row-major). An
+ * Copy host memory into `dst` asynchronously. `src` is the address of
+ * element `[0, 0, ...]` of `rank` extents of elements placed by
+ * `src_strides` (elements; negative ones reach below `src`; NULL for dense
+ * row-major). An
  * unconstructed `dst` is constructed with these extents; a constructed one
  * must have them (`TA_STATUS_SHAPE_MISMATCH`). The memory at `src` must stay
  * valid and unmodified until the operation completes (its event, callback or
@@ -705,10 +716,12 @@ ta_status ta_copy_in(const struct ta_tensor *dst,
                      struct ta_error **error);
 
 /**
- * Copy `src` out to host memory asynchronously. `dst` holds `capacity`
- * elements, written with `dst_strides` (elements, one per axis of `src`;
- * NULL for dense row-major). `TA_STATUS_BUFFER_TOO_SMALL` if the layout does
- * not fit. The memory at `dst` must stay valid, and must not be read or
+ * Copy `src` out to host memory asynchronously. `dst` is where element
+ * `[0, 0, ...]` goes; `dst_strides` (elements, one per axis of `src`; NULL for
+ * dense row-major; negative ones reach below `dst`) place the others.
+ * `capacity` is the number of elements the buffer holds from the lowest to
+ * the highest address written: `TA_STATUS_BUFFER_TOO_SMALL` if the layout
+ * needs more. The memory at `dst` must stay valid, and must not be read or
  * written by the caller, until the operation completes.
  */
 ta_status ta_copy_out(const struct ta_tensor *src,
@@ -743,7 +756,8 @@ ta_status ta_runtime_threads(const struct ta_runtime *runtime, size_t *threads_o
  * started with `TA_STATUS_CANCELLED`, poisoning its outputs). Blocks until
  * every submitted operation has completed and fired its notifications; every
  * callback fires exactly once. Later submissions fail with
- * `TA_STATUS_SHUTDOWN`. Fails with `TA_STATUS_WOULD_DEADLOCK` when called
+ * `TA_STATUS_SHUTDOWN`, except, while draining, those made by the runtime's
+ * own running kernels and callbacks (follow-up work of the work being drained). Fails with `TA_STATUS_WOULD_DEADLOCK` when called
  * from one of the runtime's own workers.
  */
 ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
@@ -781,8 +795,9 @@ ta_status ta_tensor_new_zeros(ta_dtype dtype,
 
 /**
  * Create a host tensor holding a copy of `data`, made before this returns.
- * `strides` (in elements, may be NULL) describe `data`; NULL means dense in
- * `order`. The tensor is stored densely in `order`.
+ * `data` is the address of element `[0, 0, ...]`; `strides` (in elements,
+ * may be NULL for dense in `order`; negative ones reach below `data`)
+ * place the others. The tensor is stored densely in `order`.
  */
 ta_status ta_tensor_new_copy(ta_dtype dtype,
                              size_t rank,
@@ -794,8 +809,9 @@ ta_status ta_tensor_new_copy(ta_dtype dtype,
                              struct ta_error **error);
 
 /**
- * Wrap host memory without copying. `strides` (elements, may be NULL for
- * dense in `order`) describe `data`. `release(release_userdata, data)` (may be
+ * Wrap host memory without copying. `data` is the address of element
+ * `[0, 0, ...]`; `strides` (elements, may be NULL for dense in `order`;
+ * negative ones reach below `data`) place the others. `release(release_userdata, data)` (may be
  * NULL) runs exactly once, after the last access, even if operations are
  * still pending when the handle is freed. If this call fails, `release` is
  * not called and the memory stays the caller's. The caller must not touch

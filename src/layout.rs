@@ -95,6 +95,16 @@ impl Layout {
         Some((lo, hi))
     }
 
+    /// Elements from the lowest to the highest address the layout reaches
+    /// (0 when empty), or `None` on overflow.
+    pub fn footprint(&self) -> Option<usize> {
+        if self.is_empty() {
+            return Some(0);
+        }
+        let (lo, hi) = self.checked_span()?;
+        usize::try_from(hi.checked_sub(lo)?).ok()?.checked_add(1)
+    }
+
     /// Whether every element lies inside an allocation of `capacity` elements.
     pub fn fits_in(&self, capacity: usize) -> bool {
         match self.checked_span() {

@@ -212,8 +212,10 @@ impl Tensor {
     /// elements overlap, is read-only: every write to it is rejected at submission.
     ///
     /// # Safety
-    /// `ptr` must stay valid for reads (and writes, if writable) of every element
-    /// `layout` addresses until `release` runs, and nothing else may write it meanwhile.
+    /// `ptr` is the address of element offset 0 of `layout` (negative strides
+    /// reach below it). It must stay valid for reads (and writes, if writable)
+    /// of every element `layout` addresses until `release` runs, and nothing
+    /// else may write it meanwhile.
     pub unsafe fn wrap(
         dtype: DType,
         layout: Layout,
@@ -225,18 +227,23 @@ impl Tensor {
         let Some(base) = std::ptr::NonNull::new(ptr) else {
             return Err(Error::new(Status::NullPointer, origin, "data pointer is NULL"));
         };
-        let bytes = match layout.checked_span() {
-            Some((lo, hi)) if lo >= 0 => (hi as usize + 1)
-                .checked_mul(dtype.size())
-                .ok_or_else(|| Error::new(Status::InvalidArgument, origin, "layout is too large"))?,
-            Some(_) => {
-                return Err(Error::new(Status::InvalidArgument, origin, "layout addresses memory before the data pointer"));
-            }
-            None => 0,
-        };
         if (ptr as usize) % dtype.align() != 0 {
             return Err(Error::new(Status::InvalidArgument, origin, format!("data pointer is not aligned for {}", dtype.name())));
         }
+        // The storage starts at the lowest element the layout reaches, which
+        // lies below `ptr` when strides are negative.
+        let too_large = || Error::new(Status::InvalidArgument, origin, "layout is too large");
+        let (lo, bytes) = match layout.checked_span() {
+            Some((lo, _)) => (lo, layout.footprint().and_then(|n| n.checked_mul(dtype.size())).ok_or_else(too_large)?),
+            None if layout.is_empty() => (0, 0),
+            None => return Err(too_large()),
+        };
+        let shift = lo.checked_mul(dtype.size() as isize).ok_or_else(too_large)?;
+        let mut layout = layout;
+        layout.offset -= lo;
+        // SAFETY: by the caller's contract every addressed element is valid
+        // memory, and the lowest one is `lo` elements from `ptr`.
+        let base = unsafe { std::ptr::NonNull::new_unchecked(base.as_ptr().offset(shift)) };
         let read_only = !writable || !layout.is_non_overlapping();
         // SAFETY: forwarded from the caller.
         let storage = unsafe { Storage::wrap(base, bytes, release) };

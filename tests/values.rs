@@ -310,3 +310,54 @@ fn events_poll_wait_and_late_callbacks() {
     assert_eq!(*where_.lock().unwrap(), Some((here, true)));
     assert_eq!(ev.poll().map(|r| r.is_ok()), Some(true));
 }
+
+#[test]
+fn negative_strides_in_host_memory() {
+    let rt = Runtime::new(1).unwrap();
+    // Rows stored bottom-up: element [i, j] at base[(2 - i) * 2 + j].
+    let mut base = [0.0f64; 6];
+    let rows_up = Layout::strided(&[3, 2], &[-2, 1], 0, "t").unwrap();
+    let data: Vec<f64> = (0..6).map(|k| k as f64).collect();
+    let t = Tensor::from_slice(&[3, 2], Order::RowMajor, &data).unwrap();
+    let ev = unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 6, Some(&[-2, 1]), Submit::on(&rt).with_event()) };
+    ev.unwrap().unwrap().wait(LONG).unwrap();
+    assert_eq!(base, [4.0, 5.0, 2.0, 3.0, 0.0, 1.0]);
+    // The footprint, not the distance from the pointer, must fit.
+    let e = unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 5, Some(&[-2, 1]), Submit::on(&rt)) }.unwrap_err();
+    assert_eq!(e.status(), Status::BufferTooSmall);
+    // Copy back in through the same layout, and wrap it without copying.
+    let u = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+    unsafe { ops::copy_in(&u, base.as_ptr().add(4).cast(), rows_up.clone(), Submit::on(&rt)) }.unwrap();
+    assert_eq!(read_f64(&u), data);
+    let w = unsafe { Tensor::wrap(DType::F64, rows_up, base.as_mut_ptr().add(4).cast(), true, None) }.unwrap();
+    assert_eq!(read_f64(&w), data);
+    ops::scale(&w, Scalar::real(10.0), Submit::on(&rt)).unwrap();
+    w.wait(LONG).unwrap();
+    drop(w);
+    assert_eq!(base, [40.0, 50.0, 20.0, 30.0, 0.0, 10.0]);
+}
+
+#[test]
+fn draining_admits_follow_up_work_from_the_runtimes_own_tasks() {
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let (a, b) = (f64s(&[1], &[0.0]), f64s(&[1], &[0.0]));
+    let (rt2, b2, g2) = (rt.clone(), b.clone(), gate.clone());
+    let k = KernelFn::new(move |_| {
+        g2.wait();
+        // Submitted while the runtime drains: part of the work being drained.
+        ops::fill(&b2, Scalar::real(3.0), Submit::on(&rt2)).map(|_| ()).map_err(|e| KernelFailure { code: 1, message: Some(e.to_string()) })
+    });
+    let ev = ops::kernel("spawns_follow_up", &[(&a, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap();
+    let rt3 = rt.clone();
+    let stopper = std::thread::spawn(move || rt3.shutdown(ShutdownMode::Drain));
+    let t0 = std::time::Instant::now();
+    while ops::fill(&f64s(&[1], &[0.0]), Scalar::real(1.0), Submit::on(&rt)).is_ok() {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gate.open();
+    stopper.join().unwrap().unwrap();
+    ev.wait(LONG).unwrap();
+    assert_eq!(read_f64(&b), vec![3.0]);
+}

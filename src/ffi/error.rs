@@ -136,3 +136,16 @@ pub extern "C" fn ta_last_error(error_out: *mut *mut ta_error) -> ta_status {
         Ok(())
     })
 }
+
+/// The number of live handles of every kind (tensors, events, runtimes,
+/// completion queues, errors) in the process: a leak check for tests, since a
+/// handle never freed is reachable memory that tools such as valgrind do not
+/// report.
+#[no_mangle]
+pub extern "C" fn ta_handles_live(count_out: *mut usize) -> ta_status {
+    guard("ta_handles_live", std::ptr::null_mut(), || {
+        need(count_out, "ta_handles_live", "count_out")?;
+        put(count_out, super::handles::live());
+        Ok(())
+    })
+}

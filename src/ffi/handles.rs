@@ -87,6 +87,14 @@ struct Shard {
     free: Vec<u32>,
 }
 
+/// Live handles, all kinds together (for leak checks in tests).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Number of live handles.
+pub(crate) fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
 fn table() -> &'static [RwLock<Shard>; SHARDS] {
     static T: OnceLock<[RwLock<Shard>; SHARDS]> = OnceLock::new();
     T.get_or_init(|| std::array::from_fn(|_| RwLock::new(Shard::default())))
@@ -140,6 +148,7 @@ pub(crate) fn insert(obj: Object) -> Option<u64> {
         return None;
     };
     s.slots[slot].obj = Some(obj);
+    LIVE.fetch_add(1, Ordering::Relaxed);
     Some(h)
 }
 
@@ -213,6 +222,7 @@ pub(crate) fn remove(h: u64, kind: Kind) -> Status {
         let obj = slot.obj.take();
         slot.gen = if slot.gen as u64 == GEN_MASK { 1 } else { slot.gen + 1 };
         s.free.push(d.slot as u32);
+        LIVE.fetch_sub(1, Ordering::Relaxed);
         obj
     };
     drop(taken);

@@ -1,7 +1,7 @@
 //! User kernels from C.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CStr};
 
 use smallvec::SmallVec;
@@ -15,8 +15,12 @@ use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult};
 use crate::queue::Mode;
 
 thread_local! {
-    /// Contexts of the C kernels running on this thread (innermost last).
-    static ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// C kernels running on this thread, innermost last: (context token, call).
+    /// A token is never reused on a thread, so a context kept past its kernel
+    /// is recognised as stale even when a later kernel's call sits at the same
+    /// stack address.
+    static ACTIVE: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_TOKEN: Cell<usize> = const { Cell::new(0) };
 }
 
 type CKernel = unsafe extern "C" fn(*const ta_view, usize, *mut c_void, *mut ta_kernel_ctx) -> ta_status;
@@ -39,8 +43,12 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
             conj: v.conj as u8,
         })
         .collect();
-    let ctx = call as *mut KernelCall<'_> as usize;
-    ACTIVE.with(|a| a.borrow_mut().push(ctx));
+    let token = NEXT_TOKEN.with(|n| {
+        n.set(n.get() + 1);
+        // Odd, so it is never mistaken for an aligned pointer.
+        (n.get() << 1) | 1
+    });
+    ACTIVE.with(|a| a.borrow_mut().push((token, call as *mut KernelCall<'_> as usize)));
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
@@ -49,7 +57,7 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
     }
     let _pop = Pop;
     // SAFETY: calling the user's kernel with views valid for the call.
-    let rc = unsafe { f(views.as_ptr(), views.len(), data[1] as *mut c_void, ctx as *mut ta_kernel_ctx) };
+    let rc = unsafe { f(views.as_ptr(), views.len(), data[1] as *mut c_void, token as *mut ta_kernel_ctx) };
     if rc == 0 {
         Ok(())
     } else {
@@ -62,17 +70,17 @@ fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mu
     if ctx.is_null() {
         return Err(Error::new(Status::NullHandle, origin, "argument `ctx` is NULL"));
     }
-    let live = ACTIVE.with(|a| a.borrow().contains(&(ctx as usize)));
-    if !live {
+    let call = ACTIVE.with(|a| a.borrow().iter().find(|(t, _)| *t == ctx as usize).map(|(_, c)| *c));
+    let Some(call) = call else {
         return Err(Error::new(
             Status::InvalidHandle,
             origin,
             "`ctx` is not a kernel context running on this thread (it is only valid during the kernel call)",
         ));
-    }
-    // SAFETY: `ctx` is in ACTIVE, so it points at the KernelCall of a kernel
-    // that is running on this thread right now (popped before it returns).
-    Ok(f(unsafe { &mut *(ctx as *mut KernelCall<'_>) }))
+    };
+    // SAFETY: the entry is in ACTIVE, so `call` is the KernelCall of a kernel
+    // running on this thread right now (its entry is popped before it returns).
+    Ok(f(unsafe { &mut *(call as *mut KernelCall<'_>) }))
 }
 
 /// Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
@@ -140,7 +148,8 @@ struct RangeFn {
 }
 
 /// From inside a kernel, run `range(begin, end, userdata)` over pieces of
-/// `[begin, end)` of at least `grain` items, in parallel on the runtime's own
+/// `[begin, end)` of at least `grain` items (fewer only when the whole range
+/// is shorter), in parallel on the runtime's own
 /// workers, and return when all pieces are done. Parallel kernels written this
 /// way share the cores with other tasks instead of oversubscribing them.
 /// `range` may run on several threads at once.

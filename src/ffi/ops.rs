@@ -154,8 +154,10 @@ pub extern "C" fn ta_copy(
     })
 }
 
-/// Copy host memory into `dst` asynchronously. `src` holds `rank` extents of
-/// elements with `src_strides` (elements; NULL for dense row-major). An
+/// Copy host memory into `dst` asynchronously. `src` is the address of
+/// element `[0, 0, ...]` of `rank` extents of elements placed by
+/// `src_strides` (elements; negative ones reach below `src`; NULL for dense
+/// row-major). An
 /// unconstructed `dst` is constructed with these extents; a constructed one
 /// must have them (`TA_STATUS_SHAPE_MISMATCH`). The memory at `src` must stay
 /// valid and unmodified until the operation completes (its event, callback or
@@ -180,10 +182,12 @@ pub extern "C" fn ta_copy_in(
     })
 }
 
-/// Copy `src` out to host memory asynchronously. `dst` holds `capacity`
-/// elements, written with `dst_strides` (elements, one per axis of `src`;
-/// NULL for dense row-major). `TA_STATUS_BUFFER_TOO_SMALL` if the layout does
-/// not fit. The memory at `dst` must stay valid, and must not be read or
+/// Copy `src` out to host memory asynchronously. `dst` is where element
+/// `[0, 0, ...]` goes; `dst_strides` (elements, one per axis of `src`; NULL for
+/// dense row-major; negative ones reach below `dst`) place the others.
+/// `capacity` is the number of elements the buffer holds from the lowest to
+/// the highest address written: `TA_STATUS_BUFFER_TOO_SMALL` if the layout
+/// needs more. The memory at `dst` must stay valid, and must not be read or
 /// written by the caller, until the operation completes.
 #[no_mangle]
 pub extern "C" fn ta_copy_out(

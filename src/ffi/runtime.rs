@@ -45,7 +45,8 @@ pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *m
 /// started with `TA_STATUS_CANCELLED`, poisoning its outputs). Blocks until
 /// every submitted operation has completed and fired its notifications; every
 /// callback fires exactly once. Later submissions fail with
-/// `TA_STATUS_SHUTDOWN`. Fails with `TA_STATUS_WOULD_DEADLOCK` when called
+/// `TA_STATUS_SHUTDOWN`, except, while draining, those made by the runtime's
+/// own running kernels and callbacks (follow-up work of the work being drained). Fails with `TA_STATUS_WOULD_DEADLOCK` when called
 /// from one of the runtime's own workers.
 #[no_mangle]
 pub extern "C" fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutdown, error: *mut *mut ta_error) -> ta_status {

@@ -99,8 +99,9 @@ pub extern "C" fn ta_tensor_new_zeros(
 }
 
 /// Create a host tensor holding a copy of `data`, made before this returns.
-/// `strides` (in elements, may be NULL) describe `data`; NULL means dense in
-/// `order`. The tensor is stored densely in `order`.
+/// `data` is the address of element `[0, 0, ...]`; `strides` (in elements,
+/// may be NULL for dense in `order`; negative ones reach below `data`)
+/// place the others. The tensor is stored densely in `order`.
 #[no_mangle]
 pub extern "C" fn ta_tensor_new_copy(
     dtype: ta_dtype,
@@ -120,9 +121,6 @@ pub extern "C" fn ta_tensor_new_copy(
         let src = layout_arg(rank, extents, strides, order, O)?;
         if !src.is_empty() {
             need(data, O, "data")?;
-            if src.checked_span().is_none_or(|(lo, _)| lo < 0) {
-                return Err(Error::new(Status::InvalidArgument, O, "strides address memory before `data`"));
-            }
         }
         // SAFETY: the C contract: `data` holds every element the layout addresses.
         let t = unsafe { Tensor::from_host(dt, &src, data.cast(), order)? };
@@ -166,8 +164,9 @@ fn wrap(
     Ok(())
 }
 
-/// Wrap host memory without copying. `strides` (elements, may be NULL for
-/// dense in `order`) describe `data`. `release(release_userdata, data)` (may be
+/// Wrap host memory without copying. `data` is the address of element
+/// `[0, 0, ...]`; `strides` (elements, may be NULL for dense in `order`;
+/// negative ones reach below `data`) place the others. `release(release_userdata, data)` (may be
 /// NULL) runs exactly once, after the last access, even if operations are
 /// still pending when the handle is freed. If this call fails, `release` is
 /// not called and the memory stays the caller's. The caller must not touch

@@ -31,7 +31,7 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
 }
 
 /// Copy host memory into `dst`. `src` describes the host elements (any
-/// strides, offsets relative to `ptr`). An unconstructed `dst` is constructed
+/// strides, negative ones included; offsets relative to `ptr`). An unconstructed `dst` is constructed
 /// (dense row-major, `src`'s extents); a constructed one must have `src`'s extents.
 ///
 /// # Safety
@@ -61,8 +61,10 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     })
 }
 
-/// Copy `src` out to host memory at `ptr`, holding `capacity` elements, with
-/// the given strides (`None`: dense row-major in `src`'s extents).
+/// Copy `src` out to host memory: `ptr` is where element `[0, 0, ...]` goes,
+/// `strides` place the others (`None`: dense row-major in `src`'s extents),
+/// and `capacity` bounds the footprint: the elements from the lowest to the
+/// highest address written (which lie below `ptr` for negative strides).
 ///
 /// # Safety
 /// `ptr` must stay writable for `capacity` elements, and untouched by the
@@ -82,7 +84,7 @@ pub unsafe fn copy_out(
         None => Layout::contiguous(&extents, Order::RowMajor),
         Some(s) => Layout::strided(&extents, s, 0, ORIGIN)?,
     };
-    if !layout.fits_in(capacity) {
+    if layout.footprint().is_none_or(|n| n > capacity) {
         return Err(Error::new(
             Status::BufferTooSmall,
             ORIGIN,
@@ -110,12 +112,12 @@ fn check_host_buffer(ptr: *const u8, l: &Layout, t: &Tensor, origin: &'static st
     if (ptr as usize) % t.dtype().align() != 0 {
         return Err(Error::new(Status::InvalidArgument, origin, format!("host pointer is not aligned for {}", t.dtype().name())));
     }
-    if let Some((lo, _)) = l.checked_span() {
-        if lo < 0 {
-            return Err(Error::new(Status::InvalidArgument, origin, "host layout addresses memory before the pointer"));
-        }
-    } else if !l.is_empty() {
-        return Err(Error::new(Status::InvalidArgument, origin, "host layout offsets overflow"));
+    // Element offsets must stay representable as byte offsets from `ptr`;
+    // negative strides (memory below `ptr`) are the caller's to provide.
+    let bytes_ok = |o: isize| o.checked_mul(t.dtype().size() as isize).is_some();
+    match l.checked_span() {
+        Some((lo, hi)) if bytes_ok(lo) && bytes_ok(hi) => Ok(()),
+        None if l.is_empty() => Ok(()),
+        _ => Err(Error::new(Status::InvalidArgument, origin, "host layout offsets overflow")),
     }
-    Ok(())
 }

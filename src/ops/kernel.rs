@@ -58,18 +58,19 @@ impl<'a> KernelCall<'a> {
         self.message = Some(msg.into());
     }
 
-    /// Run `f` over pieces of `range` of at least `grain` items on the
-    /// runtime's own workers (so a parallel kernel shares the cores with other
+    /// Run `f` over pieces of `range` of at least `grain` items (fewer only
+    /// when the whole range is shorter) on the runtime's own workers (so a parallel kernel shares the cores with other
     /// tasks instead of oversubscribing them). Returns when every piece is done.
     pub fn parallel_for(&self, range: Range<usize>, grain: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
         parallel_for(range, grain.max(1), f)
     }
 }
 
-/// Split `range` recursively with rayon's `join` on the current pool; runs
-/// sequentially outside a pool.
+/// Split `range` recursively with rayon's `join` on the current pool (halves
+/// are split only while both keep at least `grain` items); runs sequentially
+/// outside a pool.
 pub(crate) fn parallel_for(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
-    if range.len() <= grain || rayon::current_thread_index().is_none() {
+    if range.len() < 2 * grain || rayon::current_thread_index().is_none() {
         if !range.is_empty() {
             f(range);
         }

@@ -32,15 +32,17 @@ impl Completion {
         (self.event.is_some() || self.callback.is_some() || self.cq.is_some()).then(|| Box::new(self))
     }
 
+    /// Callback, then completion entry, then event: once the event reports
+    /// completion, the other two have been delivered.
     fn fire(self, result: &Result<()>) {
-        if let Some(e) = self.event {
-            e.complete(result);
-        }
         if let Some(cb) = self.callback {
             call_guarded(|| cb(result));
         }
         if let Some((q, tag)) = self.cq {
             q.push(CompletionEntry { tag, result: result.clone() });
+        }
+        if let Some(e) = self.event {
+            e.complete(result);
         }
     }
 }

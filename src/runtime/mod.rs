@@ -121,13 +121,20 @@ impl RuntimeInner {
     }
 
     /// Admit one more task, or refuse because the runtime is shutting down.
+    /// While draining, work submitted by this runtime's own tasks (from a
+    /// kernel or a callback on one of its workers) is still admitted: it is
+    /// part of the work being drained, and the task submitting it keeps the
+    /// count from reaching zero until it is counted.
     pub(crate) fn admit(&self, origin: &'static str) -> Result<()> {
         self.outstanding.add(1);
-        if self.state.load(Ordering::SeqCst) != RUNNING {
-            self.retire();
-            return Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"));
+        match self.state.load(Ordering::SeqCst) {
+            RUNNING => Ok(()),
+            DRAINING if self.is_current_worker() => Ok(()),
+            _ => {
+                self.retire();
+                Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))
+            }
         }
-        Ok(())
     }
 
     /// One admitted task is completely done.
