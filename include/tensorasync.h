@@ -616,7 +616,9 @@ ta_status ta_cq_free(struct ta_cq *cq);
 /**
  * Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
  * accesses are granted, with one resolved view per entry of `accesses`, in
- * order. `name` (may be NULL) names the operation in error objects. A return
+ * order. `name` (may be NULL) names the operation in error objects; it is not
+ * copied, so it must stay valid until the operation completes (a string
+ * literal always does). A return
  * value other than `TA_STATUS_OK` fails the operation and poisons every
  * operand the kernel writes (`TA_MODE_WRITE` or `TA_MODE_UPDATE`); the
  * message is the one set with `ta_kernel_set_error`, if any. Declaring the
@@ -770,6 +772,17 @@ ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
  * `ta_runtime_default`, only the handle is freed. NULL is a no-op.
  */
 ta_status ta_runtime_free(struct ta_runtime *runtime);
+
+/**
+ * Wait until every operation submitted to the runtime so far (and any they
+ * submit) has completed, without stopping it: the counterpart of
+ * `starpu_task_wait_for_all`. `timeout_ns` < 0 waits forever; returns
+ * `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK` when
+ * called from one of the runtime's own workers.
+ */
+ta_status ta_runtime_wait_idle(const struct ta_runtime *runtime,
+                               int64_t timeout_ns,
+                               struct ta_error **error);
 
 /**
  * Create an unconstructed tensor: dtype and domain known, no shape yet. An

@@ -165,7 +165,7 @@ pub(crate) fn select(
 }
 
 /// Offer `op` to each candidate in order; the first that accepts runs.
-pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &str) -> Result<()> {
+pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName) -> Result<()> {
     let mut reasons = String::new();
     for (i, b) in registry(c.domain).iter().enumerate() {
         if c.set & (1 << i) == 0 {
@@ -180,7 +180,7 @@ pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], ori
     }
     Err(Error::new(
         Status::NoBackend,
-        origin.to_string(),
+        origin.to_origin(),
         format!("every backend declined {:?}: {reasons}", op.tag()),
     ))
 }

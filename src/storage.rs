@@ -16,10 +16,21 @@ pub type ReleaseFn = Box<dyn FnOnce() + Send>;
 pub struct Storage {
     ptr: NonNull<u8>,
     bytes: usize,
-    /// Alignment the library allocated with; 0 for wrapped user memory.
-    align: usize,
-    /// For wrapped user memory: runs once, on drop.
+    /// `None` for memory the library allocated (with [`alloc_align`]); for
+    /// wrapped user memory, the hook that gives it back (a no-op when the
+    /// user gave none), run once on drop.
     release: Option<ReleaseFn>,
+}
+
+/// The alignment the library allocates `bytes` with: 64 for buffers large
+/// enough for SIMD to matter, 8 otherwise (every dtype's alignment divides
+/// it). A function of the size, so it need not be stored.
+fn alloc_align(bytes: usize) -> usize {
+    if bytes >= 4096 {
+        64
+    } else {
+        8
+    }
 }
 
 // SAFETY: a Storage is a raw allocation. The bytes are only read or written by
@@ -31,12 +42,12 @@ unsafe impl Sync for Storage {}
 
 impl Storage {
     /// Allocate `bytes` zeroed host bytes. Large buffers are 64-byte aligned for SIMD.
-    pub fn alloc_zeroed(bytes: usize, elem_align: usize, origin: &'static str) -> Result<Storage> {
-        let align = if bytes >= 4096 { 64 } else { elem_align.max(1) };
+    pub fn alloc_zeroed(bytes: usize, origin: &'static str) -> Result<Storage> {
+        let align = alloc_align(bytes);
         if bytes == 0 {
             // A dangling, aligned, never-dereferenced pointer for empty tensors.
             let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
-            return Ok(Storage { ptr, bytes, align, release: None });
+            return Ok(Storage { ptr, bytes, release: None });
         }
         let layout = AllocLayout::from_size_align(bytes, align)
             .map_err(|_| Error::new(Status::OutOfMemory, origin, format!("cannot allocate {bytes} bytes")))?;
@@ -44,7 +55,7 @@ impl Storage {
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("out of memory allocating {bytes} bytes")))?;
-        Ok(Storage { ptr, bytes, align, release: None })
+        Ok(Storage { ptr, bytes, release: None })
     }
 
     /// Wrap memory the library does not own. `release` runs exactly once, after the
@@ -54,7 +65,7 @@ impl Storage {
     /// `ptr` must be valid for reads (and for writes, if the tensor is written)
     /// of `bytes` bytes until `release` is called.
     pub unsafe fn wrap(ptr: NonNull<u8>, bytes: usize, release: Option<ReleaseFn>) -> Storage {
-        Storage { ptr, bytes, align: 0, release }
+        Storage { ptr, bytes, release: Some(release.unwrap_or_else(|| Box::new(|| {}))) }
     }
 
     /// Base pointer of the allocation.
@@ -73,8 +84,8 @@ impl Drop for Storage {
     fn drop(&mut self) {
         if let Some(f) = self.release.take() {
             f();
-        } else if self.align != 0 && self.bytes != 0 {
-            let layout = AllocLayout::from_size_align(self.bytes, self.align).expect("layout was valid at alloc");
+        } else if self.bytes != 0 {
+            let layout = AllocLayout::from_size_align(self.bytes, alloc_align(self.bytes)).expect("layout was valid at alloc");
             // SAFETY: allocated in `alloc_zeroed` with this exact layout.
             unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
         }
@@ -106,12 +117,12 @@ mod tests {
 
     #[test]
     fn zeroed_and_aligned() {
-        let s = Storage::alloc_zeroed(8192, 8, "t").unwrap();
+        let s = Storage::alloc_zeroed(8192, "t").unwrap();
         assert_eq!(s.ptr() as usize % 64, 0);
         let bytes = unsafe { std::slice::from_raw_parts(s.ptr(), 8192) };
         assert!(bytes.iter().all(|&b| b == 0));
-        let e = Storage::alloc_zeroed(0, 8, "t").unwrap();
-        assert_eq!(Storage::alloc_zeroed(24, 8, "t").unwrap().ptr() as usize % 8, 0);
+        let e = Storage::alloc_zeroed(0, "t").unwrap();
+        assert_eq!(Storage::alloc_zeroed(24, "t").unwrap().ptr() as usize % 8, 0);
         assert_eq!(e.bytes(), 0);
     }
 }

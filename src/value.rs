@@ -32,31 +32,24 @@ use crate::storage::{ReleaseFn, Storage};
 /// What a constructed value holds: backing storage and the layout of its
 /// elements in it. Immutable: a value's contents are replaced, never modified,
 /// so an access can keep pointing at the contents it was enrolled with.
+///
+/// The storage is held inline (one allocation fewer per tensor). Values that
+/// share one allocation (block arrays) each hold a `Storage` wrapping their
+/// part of it, whose release hook keeps the shared allocation alive.
 pub(crate) struct Contents {
-    storage: Backing,
+    storage: Storage,
     pub(crate) layout: Layout,
-}
-
-/// A value owns its storage outright (one allocation fewer per tensor), or
-/// shares it (block arrays: one allocation, many values).
-enum Backing {
-    Own(Storage),
-    #[allow(dead_code)] // block arrays share one allocation
-    Shared(Arc<Storage>),
 }
 
 impl Contents {
     /// Contents owning `storage`; the caller has checked that `layout` lies inside it.
     pub(crate) fn owning(storage: Storage, layout: Layout) -> Arc<Contents> {
-        Arc::new(Contents { storage: Backing::Own(storage), layout })
+        Arc::new(Contents { storage, layout })
     }
 
     /// The backing storage.
     pub(crate) fn storage(&self) -> &Storage {
-        match &self.storage {
-            Backing::Own(s) => s,
-            Backing::Shared(s) => s,
-        }
+        &self.storage
     }
 
     /// Address of element `[0, 0, ...]`.
@@ -140,7 +133,7 @@ impl Value {
             .and_then(|n| n.checked_mul(dtype.size()))
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large")))?;
-        let storage = Storage::alloc_zeroed(bytes, dtype.align(), origin)?;
+        let storage = Storage::alloc_zeroed(bytes, origin)?;
         Ok(Contents::owning(storage, layout))
     }
 }

@@ -361,3 +361,40 @@ fn draining_admits_follow_up_work_from_the_runtimes_own_tasks() {
     ev.wait(LONG).unwrap();
     assert_eq!(read_f64(&b), vec![3.0]);
 }
+
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim().starts_with(prefix))
+        .count()
+}
+
+#[test]
+fn wait_idle_and_workers_end_with_the_runtime() {
+    let rt = Runtime::new(2).unwrap();
+    let prefix = format!("ta-rt{}-", rt.id());
+    let gate = Gate::default();
+    let t = f64s(&[1], &[0.0]);
+    ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
+    for _ in 0..100 {
+        ops::scale(&t, Scalar::real(2.0), Submit::on(&rt)).unwrap();
+    }
+    assert_eq!(rt.wait_idle(Some(Duration::from_millis(20))).unwrap_err().status(), Status::Timeout);
+    gate.open();
+    rt.wait_idle(LONG).unwrap();
+    assert_eq!(rt.outstanding(), 0);
+    assert!(threads_named(&prefix) > 0);
+    // The runtime still accepts work after waiting.
+    ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap();
+    rt.wait_idle(LONG).unwrap();
+    // Dropping the last handle drains; the workers then end, even though the
+    // tensor its tasks touched is still alive.
+    drop(rt);
+    let t0 = std::time::Instant::now();
+    while threads_named(&prefix) > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "worker threads outlived their runtime");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(read_f64(&t), vec![1.0]);
+}

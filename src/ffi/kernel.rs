@@ -1,6 +1,5 @@
 //! User kernels from C.
 
-use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CStr};
 
@@ -11,7 +10,7 @@ use super::tensor::array_arg;
 use super::{guard, need, tensor_arg};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
-use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult};
+use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
 use crate::queue::Mode;
 
 thread_local! {
@@ -85,7 +84,9 @@ fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mu
 
 /// Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
 /// accesses are granted, with one resolved view per entry of `accesses`, in
-/// order. `name` (may be NULL) names the operation in error objects. A return
+/// order. `name` (may be NULL) names the operation in error objects; it is not
+/// copied, so it must stay valid until the operation completes (a string
+/// literal always does). A return
 /// value other than `TA_STATUS_OK` fails the operation and poisons every
 /// operand the kernel writes (`TA_MODE_WRITE` or `TA_MODE_UPDATE`); the
 /// message is the one set with `ta_kernel_set_error`, if any. Declaring the
@@ -116,11 +117,12 @@ pub extern "C" fn ta_kernel_submit(
                 .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
             tensors.push((t, m));
         }
-        let name: Cow<'static, str> = if name.is_null() {
-            Cow::Borrowed("kernel")
+        let name = if name.is_null() {
+            OpName::Static("kernel")
         } else {
-            // SAFETY: a non-NULL name is a NUL-terminated string by the C contract.
-            Cow::Owned(unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+            // SAFETY: a non-NULL name is a NUL-terminated string that the C
+            // contract keeps valid until the operation completes.
+            unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
         };
         let operands: SmallVec<[(&crate::Tensor, Mode); 4]> = tensors.iter().map(|(t, m)| (t, *m)).collect();
         let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };

@@ -82,3 +82,15 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
         s => s,
     }
 }
+
+/// Wait until every operation submitted to the runtime so far (and any they
+/// submit) has completed, without stopping it: the counterpart of
+/// `starpu_task_wait_for_all`. `timeout_ns` < 0 waits forever; returns
+/// `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK` when
+/// called from one of the runtime's own workers.
+#[no_mangle]
+pub extern "C" fn ta_runtime_wait_idle(runtime: *const ta_runtime, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status {
+    guard("ta_runtime_wait_idle", error, || {
+        runtime_arg(runtime, "ta_runtime_wait_idle", "runtime")?.wait_idle(super::tensor::timeout_arg(timeout_ns))
+    })
+}

@@ -2,11 +2,10 @@
 //! with the resolved views of its declared operands; a failure poisons every
 //! operand it writes with a message the kernel can set.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use super::submit::{submit, Submit};
-use super::{Body, ResolvedView};
+use super::{Body, OpName, ResolvedView};
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::Event;
@@ -80,7 +79,7 @@ pub(crate) fn parallel_for(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<
     rayon::join(|| parallel_for(range.start..mid, grain, f), || parallel_for(mid..range.end, grain, f));
 }
 
-pub(crate) fn call(k: &mut KernelFn, name: &Cow<'static, str>, views: &[ResolvedView<'_>]) -> Result<()> {
+pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>]) -> Result<()> {
     let mut call = KernelCall { views, message: None };
     let r = match k {
         KernelFn::Boxed(f) => f(&mut call),
@@ -91,7 +90,7 @@ pub(crate) fn call(k: &mut KernelFn, name: &Cow<'static, str>, views: &[Resolved
             .message
             .or(fail.message)
             .unwrap_or_else(|| format!("user kernel returned code {}", fail.code));
-        Error::with_code(Status::KernelFailed, name.clone(), msg, fail.code)
+        Error::with_code(Status::KernelFailed, name.to_origin(), msg, fail.code)
     })
 }
 
@@ -99,7 +98,7 @@ pub(crate) fn call(k: &mut KernelFn, name: &Cow<'static, str>, views: &[Resolved
 /// and writing the same value in one kernel is rejected (`Alias`): declare one
 /// `Update` access instead.
 pub fn kernel(
-    name: impl Into<Cow<'static, str>>,
+    name: impl Into<OpName>,
     operands: &[(&Tensor, Mode)],
     f: KernelFn,
     opts: Submit<'_>,

@@ -9,9 +9,9 @@
 mod copy;
 mod elementwise;
 mod kernel;
+mod name;
 pub(crate) mod submit;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -27,6 +27,7 @@ use crate::value::Value;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub use kernel::{kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
 
 /// A view materialised inside a running task: valid only while the task's
@@ -96,7 +97,7 @@ pub(crate) enum Body {
 /// A submitted operation: its name (the origin of any error it starts), its
 /// operands in order, and its body.
 pub(crate) struct Operation {
-    pub(crate) name: Cow<'static, str>,
+    pub(crate) name: OpName,
     pub(crate) accesses: SmallVec<[Access; 2]>,
     pub(crate) body: Body,
 }

@@ -6,7 +6,6 @@
 //! why submissions from many threads never form a wait cycle (two-phase
 //! locking makes the enrollment order a serialization order).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
@@ -74,7 +73,7 @@ impl Locked<'_> {
 /// against the submission-time state and may construct outputs. On any error
 /// nothing is enrolled.
 pub(crate) fn submit(
-    name: impl Into<Cow<'static, str>>,
+    name: impl Into<super::OpName>,
     origin: &'static str,
     operands: &[(&Tensor, Mode)],
     body: Body,
@@ -102,7 +101,7 @@ pub(crate) fn submit(
         }
     }
 
-    rt.inner.admit(origin)?;
+    rt.inner().admit(origin)?;
     let event = opts.event.then(Event::new);
     let work = Work::op(
         Operation {
@@ -112,7 +111,7 @@ pub(crate) fn submit(
         },
         Completion { event: event.clone(), callback: opts.callback, cq: opts.cq.map(|(q, tag)| (q.clone(), tag)) },
     );
-    let task = Task::new(Some(rt.inner.clone()), work);
+    let task = Task::new(Some(rt.inner()), work);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { guards: SmallVec::new(), slot: SmallVec::from_elem(0, operands.len()) };
@@ -148,7 +147,7 @@ pub(crate) fn submit(
     if let Err(e) = checked {
         drop(locked);
         drop(task);
-        rt.inner.retire();
+        rt.inner().retire();
         return Err(e);
     }
 

@@ -122,9 +122,11 @@ pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
 /// Queue a ready task: barriers run at once in the calling thread, operations
 /// go to their runtime's workers.
 pub(crate) fn schedule(task: Arc<Task>) {
-    match task.runtime.clone() {
+    match task.runtime().map(|rt| rt as *const super::RuntimeInner) {
         None => run(task),
-        Some(rt) => rt.push(task),
+        // SAFETY: a ready task is admitted and unfinished, so its runtime is
+        // alive (see `Task::runtime`); the pointer only decouples the borrow.
+        Some(rt) => unsafe { (*rt).push(task) },
     }
 }
 
@@ -137,7 +139,7 @@ pub(crate) fn run(task: Arc<Task>) {
         let ready = execute(&t);
         drop(t);
         for s in ready {
-            let here = s.runtime.as_ref().is_none_or(|rt| rt.is_current_worker());
+            let here = s.runtime().is_none_or(|rt| rt.is_current_worker());
             if next.is_none() && here {
                 next = Some(s);
             } else {
@@ -158,13 +160,13 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     let result = match &mut job {
         Job::Barrier(v) => settled_state(v, "tensor_wait"),
         Job::Op(op) => {
-            if task.runtime.as_ref().is_some_and(|rt| rt.cancelled()) {
-                Err(Error::new(Status::Cancelled, op.name.clone(), "the runtime was shut down with cancel before the operation ran"))
+            if task.runtime().is_some_and(|rt| rt.cancelled()) {
+                Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
             } else {
                 let _running = RunningGuard::push(task, op);
                 match catch_unwind(AssertUnwindSafe(|| op.execute())) {
                     Ok(r) => r,
-                    Err(p) => Err(Error::new(Status::Panic, op.name.clone(), panic_message(&p))),
+                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
                 }
             }
         }
@@ -177,7 +179,8 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     }
     let ready = task.finish();
     drop(job);
-    if let Some(rt) = &task.runtime {
+    // Last use of the runtime pointer: see `Task::runtime`.
+    if let Some(rt) = task.runtime() {
         rt.retire();
     }
     ready

@@ -85,6 +85,10 @@ impl ShardedCounter {
 }
 
 pub(crate) struct RuntimeInner {
+    /// Itself, for starting drainers (which keep the runtime alive).
+    me: Weak<RuntimeInner>,
+    /// Process-unique number; worker threads are named `ta-rt<id>-w<k>`.
+    id: usize,
     pool: rayon::ThreadPool,
     threads: usize,
     /// Ready tasks waiting for a drainer.
@@ -137,20 +141,18 @@ impl RuntimeInner {
         }
     }
 
-    /// One admitted task is completely done.
+    /// One admitted task is completely done. This must be the task's last
+    /// use of the runtime: once the count reaches zero a draining last handle
+    /// may free it (waiters poll the count, so nothing is notified here).
     pub(crate) fn retire(&self) {
         self.outstanding.add(-1);
-        if self.state.load(Ordering::SeqCst) != RUNNING {
-            let _g = self.idle_lock.lock();
-            self.idle.notify_all();
-        }
     }
 
     /// Queue a ready task for this runtime's workers. A new drainer starts
     /// only if none is idle (an idle one takes the task) and fewer than one per
     /// worker run: a submitting thread that keeps one drainer busy does not
     /// wake the others to compete with it for the cores.
-    pub(crate) fn push(self: &Arc<Self>, task: Arc<Task>) {
+    pub(crate) fn push(&self, task: Arc<Task>) {
         self.ready.push(task);
         // Pairs with the fence in `drain`: either a drainer that is leaving
         // sees this task, or we see that it left and start another.
@@ -164,9 +166,10 @@ impl RuntimeInner {
         }
     }
 
-    fn start_drainer(self: &Arc<Self>, seen: usize) {
+    fn start_drainer(&self, seen: usize) {
         if self.drainers.compare_exchange(seen, seen + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
-            let me = self.clone();
+            // Upgrading cannot fail: a task being pushed keeps a user handle draining.
+            let me = self.me.upgrade().expect("runtime alive while it has tasks");
             self.pool.spawn(move || me.drain());
         }
     }
@@ -239,22 +242,62 @@ impl RuntimeInner {
 }
 
 /// A worker pool plus the bookkeeping for draining and cancelling it. Cloning
-/// shares the runtime.
+/// shares the runtime. Dropping its last handle drains it: everything
+/// submitted runs to completion first (from one of its own workers, the drain
+/// happens on a helper thread instead, so the drop never deadlocks).
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<RuntimeInner>,
+    user: Arc<UserHandle>,
+}
+
+/// The part shared by a runtime's user handles; dropping it drains.
+struct UserHandle {
+    inner: Arc<RuntimeInner>,
+}
+
+impl Drop for UserHandle {
+    fn drop(&mut self) {
+        // Tasks refer to their runtime without a reference count (see
+        // `Task::runtime`): the runtime must outlive every admitted task.
+        if self.inner.is_current_worker() {
+            let inner = self.inner.clone();
+            std::thread::spawn(move || inner.drain_to_idle(ShutdownMode::Drain));
+        } else {
+            self.inner.drain_to_idle(ShutdownMode::Drain);
+        }
+    }
+}
+
+impl RuntimeInner {
+    /// Stop accepting work (upgrading a drain to a cancel if asked) and wait
+    /// until every admitted task has retired.
+    fn drain_to_idle(&self, mode: ShutdownMode) {
+        let target = match mode {
+            ShutdownMode::Drain => DRAINING,
+            ShutdownMode::Cancel => CANCELLING,
+        };
+        let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        let mut g = self.idle_lock.lock();
+        while self.outstanding.sum() != 0 {
+            self.idle.wait_for(&mut g, Duration::from_micros(200));
+        }
+        drop(g);
+        let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
+    }
 }
 
 impl Runtime {
     /// A runtime with `threads` workers (0 = one per available core).
     pub fn new(threads: usize) -> Result<Runtime> {
         let threads = if threads == 0 { default_threads() } else { threads };
+        static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;
         let inner = Arc::new_cyclic(|weak: &Weak<RuntimeInner>| {
             let me = weak.clone();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
-                .thread_name(|i| format!("ta-worker-{i}"))
+                .thread_name(move |k| format!("ta-rt{id}-w{k}"))
                 .start_handler(move |_| WORKER_OF.with(|w| *w.borrow_mut() = me.clone()))
                 .exit_handler(|_| WORKER_OF.with(|w| *w.borrow_mut() = Weak::new()))
                 .panic_handler(|p| eprintln!("tensorasync: a worker job {}", exec::panic_message(&p)))
@@ -265,6 +308,8 @@ impl Runtime {
                 rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("cannot start any worker thread")
             });
             RuntimeInner {
+                me: weak.clone(),
+                id,
                 pool,
                 threads,
                 ready: Injector::new(),
@@ -279,7 +324,11 @@ impl Runtime {
         if let Some(e) = failure {
             return Err(Error::new(Status::Internal, "runtime_new", format!("cannot start worker threads: {e}")));
         }
-        Ok(Runtime { inner })
+        Ok(Runtime { user: Arc::new(UserHandle { inner }) })
+    }
+
+    pub(crate) fn inner(&self) -> &RuntimeInner {
+        &self.user.inner
     }
 
     /// The process-wide default runtime, created on first use with
@@ -296,14 +345,46 @@ impl Runtime {
         GLOBAL.get().is_some_and(|g| g.same_as(self))
     }
 
+    /// Process-unique number of this runtime (its workers are named `ta-rt<id>-w<k>`).
+    pub fn id(&self) -> usize {
+        self.inner().id
+    }
+
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
-        self.inner.threads
+        self.inner().threads
     }
 
     /// Tasks submitted and not yet completed.
     pub fn outstanding(&self) -> usize {
-        self.inner.outstanding.sum().max(0) as usize
+        self.inner().outstanding.sum().max(0) as usize
+    }
+
+    /// Wait until every operation submitted to this runtime so far (and any
+    /// they submit) has completed, without stopping the runtime (the
+    /// counterpart of `starpu_task_wait_for_all` and `taskwait`). `None`
+    /// waits forever; on timeout the error has status `Timeout`. From one of
+    /// this runtime's workers it fails with `WouldDeadlock` (the caller's own
+    /// task can never be complete while it waits).
+    pub fn wait_idle(&self, timeout: Option<Duration>) -> Result<()> {
+        const ORIGIN: &str = "runtime_wait_idle";
+        let inner = self.inner();
+        if inner.is_current_worker() {
+            return Err(Error::new(Status::WouldDeadlock, ORIGIN, "a runtime's own task cannot wait for the runtime to be idle"));
+        }
+        let done = block_until(
+            || inner.outstanding.sum() == 0,
+            |slice| {
+                let mut g = inner.idle_lock.lock();
+                inner.idle.wait_for(&mut g, slice.min(Duration::from_micros(200)));
+            },
+            timeout,
+        );
+        if done {
+            Ok(())
+        } else {
+            Err(Error::new(Status::Timeout, ORIGIN, "operations were still running when the wait timed out"))
+        }
     }
 
     /// Stop accepting work, then drain or cancel what was submitted; returns once
@@ -311,32 +392,20 @@ impl Runtime {
     /// from one of this runtime's workers fails with `WouldDeadlock`. Calling it
     /// again is harmless.
     pub fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
-        let inner = &self.inner;
-        if inner.is_current_worker() {
+        if self.inner().is_current_worker() {
             return Err(Error::new(
                 Status::WouldDeadlock,
                 "runtime_shutdown",
                 "a runtime cannot be shut down from one of its own workers",
             ));
         }
-        let target = match mode {
-            ShutdownMode::Drain => DRAINING,
-            ShutdownMode::Cancel => CANCELLING,
-        };
-        // Cancel may upgrade a drain in progress; nothing downgrades.
-        let _ = inner.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
-        let mut g = inner.idle_lock.lock();
-        while inner.outstanding.sum() != 0 {
-            inner.idle.wait_for(&mut g, Duration::from_millis(1));
-        }
-        drop(g);
-        let _ = inner.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
+        self.inner().drain_to_idle(mode);
         Ok(())
     }
 
     /// Whether two handles refer to the same runtime.
     pub fn same_as(&self, other: &Runtime) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        Arc::ptr_eq(&self.user.inner, &other.user.inner)
     }
 }
 

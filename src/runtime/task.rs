@@ -7,7 +7,8 @@
 //! executor), which runs one inline and schedules the rest.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -15,6 +16,7 @@ use smallvec::SmallVec;
 
 use super::exec::Work;
 use super::RuntimeInner;
+
 
 /// Tasks that became ready together.
 pub(crate) type ReadyList = SmallVec<[Arc<Task>; 4]>;
@@ -27,25 +29,33 @@ struct Successors {
 /// One submitted operation in the dependency graph.
 pub(crate) struct Task {
     /// Unfinished predecessors, plus one while enrollment is in progress.
-    pending: AtomicUsize,
+    pending: AtomicU32,
+    /// Set (under the successors lock) when the task finishes; read without it.
+    done: AtomicBool,
     successors: Mutex<Successors>,
     /// The runtime whose workers run this task; `None` for barriers, which
-    /// run inline wherever they become ready.
-    pub(crate) runtime: Option<Arc<RuntimeInner>>,
+    /// run inline wherever they become ready. Not reference-counted: see
+    /// [`Task::runtime`].
+    runtime: Option<NonNull<RuntimeInner>>,
     /// The operation and its completion; see [`Task::take_work`].
     work: UnsafeCell<Option<Work>>,
 }
 
-// SAFETY: `work` is only touched through `take_work`, whose contract gives one
-// thread exclusive access; everything else is atomics, locks and `Arc`s.
+// SAFETY: `work` is only touched through `take_work`/`work_mut`, whose
+// contracts give one thread exclusive access; `runtime` is only dereferenced
+// under the contract of `Task::runtime`; everything else is atomics, locks
+// and `Arc`s.
 unsafe impl Sync for Task {}
+unsafe impl Send for Task {}
 
 impl Task {
-    pub(crate) fn new(runtime: Option<Arc<RuntimeInner>>, work: Work) -> Arc<Task> {
+    /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
+    pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work) -> Arc<Task> {
         Arc::new(Task {
-            pending: AtomicUsize::new(1),
+            pending: AtomicU32::new(1),
+            done: AtomicBool::new(false),
             successors: Mutex::new(Successors { done: false, list: SmallVec::new() }),
-            runtime,
+            runtime: runtime.map(NonNull::from),
             work: UnsafeCell::new(Some(work)),
         })
     }
@@ -57,6 +67,20 @@ impl Task {
     pub(crate) unsafe fn work_mut(&self) -> &mut Work {
         // SAFETY: exclusive by the contract above.
         unsafe { (*self.work.get()).as_mut().expect("work is present until the task runs") }
+    }
+
+    /// The runtime that runs this task.
+    ///
+    /// The pointer holds no reference count (a count on a runtime-wide object,
+    /// taken by the submitter and dropped by a worker for every task, would
+    /// bounce one cache line between them per task). It is valid from
+    /// admission until the task retires: the runtime's last user handle drains
+    /// every admitted task before it lets the runtime go, and retiring is the
+    /// task's last use of it. Callers only use it for tasks that have not
+    /// finished.
+    pub(crate) fn runtime(&self) -> Option<&RuntimeInner> {
+        // SAFETY: see above.
+        self.runtime.map(|p| unsafe { p.as_ref() })
     }
 
     /// Take the work out to run it.
@@ -92,7 +116,7 @@ impl Task {
 
     /// Whether the task has finished.
     pub(crate) fn is_done(&self) -> bool {
-        self.successors.lock().done
+        self.done.load(Ordering::Acquire)
     }
 
     /// Mark finished and hand each successor its dependency; returns the ones
@@ -101,6 +125,7 @@ impl Task {
         let list = {
             let mut s = self.successors.lock();
             s.done = true;
+            self.done.store(true, Ordering::Release);
             std::mem::take(&mut s.list)
         };
         let mut ready = ReadyList::new();
@@ -146,5 +171,7 @@ mod size_probe {
         eprintln!("Value {}", std::mem::size_of::<crate::value::Value>());
         eprintln!("Storage {}", std::mem::size_of::<crate::storage::Storage>());
         eprintln!("Layout {}", std::mem::size_of::<crate::layout::Layout>());
+        eprintln!("Contents {}", std::mem::size_of::<crate::value::Contents>());
+        eprintln!("Slot-Object {}", std::mem::size_of::<Option<crate::ffi::handles::Object>>());
     }
 }

@@ -1,0 +1,65 @@
+//! Operation names: the origin recorded in every error an operation starts.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// The name of a submitted operation. Library operations use static names;
+/// user kernels may give their own. A borrowed name costs nothing per
+/// submission: it is copied only if an error is created.
+#[derive(Clone, Debug)]
+pub enum OpName {
+    Static(&'static str),
+    Shared(Arc<str>),
+    /// Bytes the submitter keeps valid until the operation completes.
+    Borrowed { ptr: *const u8, len: usize },
+}
+
+// SAFETY: a Borrowed name is only read while its operation is pending or
+// running, which the submitter guarantees it outlives (see `borrowed`).
+unsafe impl Send for OpName {}
+
+impl OpName {
+    /// A name borrowed from the submitter.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid, unmodified UTF-8 (invalid bytes are
+    /// replaced when read) until the operation completes.
+    pub unsafe fn borrowed(ptr: *const u8, len: usize) -> OpName {
+        OpName::Borrowed { ptr, len }
+    }
+
+    /// The name, copied out where it is borrowed (used when creating errors).
+    pub fn to_origin(&self) -> Cow<'static, str> {
+        match self {
+            OpName::Static(s) => Cow::Borrowed(s),
+            OpName::Shared(s) => Cow::Owned(s.to_string()),
+            OpName::Borrowed { ptr, len } => {
+                // SAFETY: valid until completion by the contract of `borrowed`,
+                // and errors are created before completion.
+                let bytes = unsafe { std::slice::from_raw_parts(*ptr, *len) };
+                Cow::Owned(String::from_utf8_lossy(bytes).into_owned())
+            }
+        }
+    }
+}
+
+impl From<&'static str> for OpName {
+    fn from(s: &'static str) -> Self {
+        OpName::Static(s)
+    }
+}
+
+impl From<String> for OpName {
+    fn from(s: String) -> Self {
+        OpName::Shared(s.into())
+    }
+}
+
+impl From<Cow<'static, str>> for OpName {
+    fn from(s: Cow<'static, str>) -> Self {
+        match s {
+            Cow::Borrowed(s) => OpName::Static(s),
+            Cow::Owned(s) => OpName::Shared(s.into()),
+        }
+    }
+}
