@@ -28,10 +28,9 @@ type CKernel = unsafe extern "C" fn(*const ta_view, usize, *mut c_void, *mut ta_
 fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
     // SAFETY: data[0] was made from a non-NULL `CKernel` in `ta_kernel_submit`.
     let f: CKernel = unsafe { std::mem::transmute::<usize, CKernel>(data[0]) };
-    let views: SmallVec<[ta_view; 4]> = call
-        .views()
-        .iter()
-        .map(|v| ta_view {
+    let mut views: SmallVec<[ta_view; 4]> = SmallVec::new();
+    for v in call.views() {
+        views.push(ta_view {
             data: v.ptr.cast(),
             extents: v.extents.as_ptr(),
             strides: v.strides.as_ptr(),
@@ -40,8 +39,8 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
             mode: v.mode as u32,
             domain: v.domain.to_i32(),
             conj: v.conj as u8,
-        })
-        .collect();
+        });
+    }
     let token = NEXT_TOKEN.with(|n| {
         n.set(n.get() + 1);
         // Odd, so it is never mistaken for an aligned pointer.
@@ -124,7 +123,10 @@ pub extern "C" fn ta_kernel_submit(
             // contract keeps valid until the operation completes.
             unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
         };
-        let operands: SmallVec<[(&crate::Tensor, Mode); 4]> = tensors.iter().map(|(t, m)| (t, *m)).collect();
+        let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
+        for (t, m) in &tensors {
+            operands.push((t, *m));
+        }
         let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
         submit_with(O, opts, event_out, |s| ops::kernel(name, &operands, k, s))
     })

@@ -111,7 +111,10 @@ impl Operation {
                 return Err(e);
             }
         }
-        let views: SmallVec<[ResolvedView<'_>; 4]> = self.accesses.iter().map(Access::view).collect();
+        let mut views: SmallVec<[ResolvedView<'_>; 4]> = SmallVec::new();
+        for a in &self.accesses {
+            views.push(a.view());
+        }
         match &mut self.body {
             Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name),
             Body::Kernel(k) => kernel::call(k, &self.name, &views),

@@ -6,8 +6,6 @@
 //! why submissions from many threads never form a wait cycle (two-phase
 //! locking makes the enrollment order a serialization order).
 
-use std::sync::Arc;
-
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 
@@ -57,9 +55,9 @@ impl<'a> Submit<'a> {
 
 /// The values of one submission, locked; indexed by operand.
 pub(crate) struct Locked<'g> {
-    guards: SmallVec<[MutexGuard<'g, ValueState>; 3]>,
+    guards: SmallVec<[MutexGuard<'g, ValueState>; 4]>,
     /// Operand index -> guard index.
-    slot: SmallVec<[usize; 3]>,
+    slot: SmallVec<[usize; 4]>,
 }
 
 impl Locked<'_> {
@@ -88,46 +86,57 @@ pub(crate) fn submit(
             return Err(Error::new(Status::ReadOnly, origin, "the output tensor is read-only"));
         }
     }
-    let mut order: SmallVec<[usize; 3]> = (0..operands.len()).collect();
-    order.sort_by_key(|&i| Arc::as_ptr(&operands[i].0.value) as usize);
-    for w in order.windows(2) {
-        let (a, b) = (operands[w[0]], operands[w[1]]);
-        if a.0.same_value(b.0) && (a.1.writes() || b.1.writes()) {
-            return Err(Error::new(
-                Status::Alias,
-                origin,
-                "an output shares the epoch queue of another operand of the same operation",
-            ));
+    // Operands in address order: the lock order, and where duplicates meet.
+    // (Most operations have one operand: no sorting, no bookkeeping.)
+    let mut order: SmallVec<[usize; 4]> = SmallVec::new();
+    if operands.len() > 1 {
+        for i in 0..operands.len() {
+            order.push(i);
+        }
+        order.sort_unstable_by_key(|&i| operands[i].0.value_id());
+        for w in order.windows(2) {
+            let (a, b) = (operands[w[0]], operands[w[1]]);
+            if a.0.same_value(b.0) && (a.1.writes() || b.1.writes()) {
+                return Err(Error::new(
+                    Status::Alias,
+                    origin,
+                    "an output shares the epoch queue of another operand of the same operation",
+                ));
+            }
         }
     }
 
     rt.inner().admit(origin)?;
     let event = opts.event.then(Event::new);
-    let work = Work::op(
-        Operation {
-            name: name.into(),
-            accesses: operands.iter().map(|(t, m)| Access::new(t.value.clone(), *m)).collect(),
-            body,
-        },
-        Completion { event: event.clone(), callback: opts.callback, cq: opts.cq.map(|(q, tag)| (q.clone(), tag)) },
-    );
-    let task = Task::new(Some(rt.inner()), work);
+    let mut accesses = SmallVec::new();
+    for (t, m) in operands {
+        accesses.push(Access::new(t.value.clone(), *m));
+    }
+    let completion = Completion { event: event.clone(), callback: opts.callback, cq: opts.cq.map(|(q, tag)| (q.clone(), tag)) };
+    let task = Task::new(Some(rt.inner()), Work::op(Operation { name: name.into(), accesses, body }, completion));
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { guards: SmallVec::new(), slot: SmallVec::from_elem(0, operands.len()) };
-    let mut unique: SmallVec<[(usize, Mode); 3]> = SmallVec::new(); // (operand, strongest mode)
-    for &i in &order {
-        let (t, m) = operands[i];
-        match unique.last_mut() {
-            Some((j, _)) if operands[*j].0.same_value(t) => {
+    let mut locked = Locked { guards: SmallVec::new(), slot: SmallVec::new() };
+    let mut unique: SmallVec<[(usize, Mode); 4]> = SmallVec::new(); // (operand, mode)
+    if operands.len() == 1 {
+        locked.guards.push(operands[0].0.value.state.lock());
+        locked.slot.push(0);
+        unique.push((0, operands[0].1));
+    } else {
+        for _ in 0..operands.len() {
+            locked.slot.push(0);
+        }
+        for &i in &order {
+            let (t, m) = operands[i];
+            match unique.last() {
                 // Only read+read duplicates get here (see the alias check).
-                locked.slot[i] = locked.guards.len() - 1;
+                Some(&(j, _)) if operands[j].0.same_value(t) => {}
+                _ => {
+                    locked.guards.push(t.value.state.lock());
+                    unique.push((i, m));
+                }
             }
-            _ => {
-                locked.guards.push(t.value.state.lock());
-                locked.slot[i] = locked.guards.len() - 1;
-                unique.push((i, m));
-            }
+            locked.slot[i] = locked.guards.len() - 1;
         }
     }
 
