@@ -215,6 +215,20 @@ typedef uint32_t ta_order;
 typedef void (*ta_release_fn)(void *userdata, void *data);
 
 /**
+ * One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
+ * ...` up to `stop` (exclusive). With a negative `step`, `start` is the
+ * highest index and `stop` the one below the last (-1 runs through index 0).
+ * `start == stop` selects nothing. A non-zero `drop` removes the axis and
+ * needs exactly one index.
+ */
+typedef struct ta_slice {
+  int64_t start;
+  int64_t stop;
+  int64_t step;
+  int32_t drop;
+} ta_slice;
+
+/**
  * Backend family, for `ta_submit.backends` (bit `1u << TA_BACKEND_x`).
  */
 typedef uint32_t ta_backend;
@@ -320,6 +334,11 @@ typedef uint32_t ta_backend;
  * A caller buffer is too small for the result.
  */
 #define TA_STATUS_BUFFER_TOO_SMALL 30
+
+/**
+ * The operation needs data dense in memory (for example a reshape).
+ */
+#define TA_STATUS_NOT_CONTIGUOUS 31
 
 /**
  * A user kernel reported failure.
@@ -914,6 +933,75 @@ ta_status ta_tensor_strides(const struct ta_tensor *tensor, ptrdiff_t *strides_o
 ta_status ta_tensor_wait(const struct ta_tensor *tensor,
                          int64_t timeout_ns,
                          struct ta_error **error);
+
+/**
+ * A view of some elements of `tensor`: `nslices` (= its rank) axis specs.
+ * The view shares the tensor's epoch queue, keeps its storage alive after
+ * every other handle is freed, and writes through it update the tensor.
+ * Operations on disjoint slices of one tensor run concurrently.
+ * `TA_STATUS_OUT_OF_RANGE` for indices outside the axis.
+ */
+ta_status ta_tensor_slice(const struct ta_tensor *tensor,
+                          const struct ta_slice *slices,
+                          size_t nslices,
+                          struct ta_tensor **view_out_,
+                          struct ta_error **error);
+
+/**
+ * A view with axes reordered: axis `j` of the view is axis `perm[j]` of
+ * `tensor`. `rank` must equal the tensor's rank.
+ */
+ta_status ta_tensor_permute(const struct ta_tensor *tensor,
+                            const size_t *perm,
+                            size_t rank,
+                            struct ta_tensor **view_out_,
+                            struct ta_error **error);
+
+/**
+ * A view with the axes in reverse order (the transpose of a matrix).
+ */
+ta_status ta_tensor_transpose(const struct ta_tensor *tensor,
+                              struct ta_tensor **view_out_,
+                              struct ta_error **error);
+
+/**
+ * A read-only conjugate view: lazy for complex dtypes (kernels see the conj
+ * flag in `ta_view.conj`, and library operations honour it), the identity
+ * for real dtypes. Using it as an output fails with `TA_STATUS_READ_ONLY`.
+ */
+ta_status ta_tensor_conj(const struct ta_tensor *tensor,
+                         struct ta_tensor **view_out_,
+                         struct ta_error **error);
+
+/**
+ * A view with new extents over the same elements, read in `order`. The
+ * elements must be dense in that order (`TA_STATUS_NOT_CONTIGUOUS`) and the
+ * element counts equal (`TA_STATUS_SHAPE_MISMATCH`).
+ */
+ta_status ta_tensor_reshape(const struct ta_tensor *tensor,
+                            size_t rank,
+                            const size_t *extents,
+                            ta_order order,
+                            struct ta_tensor **view_out_,
+                            struct ta_error **error);
+
+/**
+ * A copy of `tensor`. For a view, a new handle to the same view (a
+ * structural copy). For a whole tensor, a new tensor on a fresh epoch queue,
+ * filled by a scheduled copy that sees every write submitted before it;
+ * `event_out` (may be NULL) reports that copy (NULL for a view: nothing is
+ * scheduled).
+ */
+ta_status ta_tensor_clone(const struct ta_tensor *tensor,
+                          const struct ta_submit *opts,
+                          struct ta_tensor **copy_out,
+                          struct ta_event **event_out,
+                          struct ta_error **error);
+
+/**
+ * Whether `tensor` is a view of another tensor (stores 1 or 0).
+ */
+ta_status ta_tensor_is_view(const struct ta_tensor *tensor, int32_t *is_view_out);
 
 /**
  * The library version as a static NUL-terminated string (`"MAJOR.MINOR.PATCH"`),

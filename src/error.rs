@@ -53,6 +53,8 @@ pub enum Status {
     OutOfRange = 29,
     /// A caller buffer is too small for the result.
     BufferTooSmall = 30,
+    /// The operation needs data dense in memory (for example a reshape).
+    NotContiguous = 31,
     /// A user kernel reported failure.
     KernelFailed = 40,
     /// The operation was cancelled before it ran.
@@ -98,6 +100,7 @@ impl Status {
         Status::Unsupported,
         Status::OutOfRange,
         Status::BufferTooSmall,
+        Status::NotContiguous,
         Status::KernelFailed,
         Status::Cancelled,
         Status::Shutdown,
@@ -138,6 +141,7 @@ impl Status {
             Status::Unsupported => "TA_STATUS_UNSUPPORTED",
             Status::OutOfRange => "TA_STATUS_OUT_OF_RANGE",
             Status::BufferTooSmall => "TA_STATUS_BUFFER_TOO_SMALL",
+            Status::NotContiguous => "TA_STATUS_NOT_CONTIGUOUS",
             Status::KernelFailed => "TA_STATUS_KERNEL_FAILED",
             Status::Cancelled => "TA_STATUS_CANCELLED",
             Status::Shutdown => "TA_STATUS_SHUTDOWN",
@@ -174,6 +178,7 @@ impl Status {
             Status::Unsupported => "the operation is not supported for these operands",
             Status::OutOfRange => "an index or range is out of bounds",
             Status::BufferTooSmall => "a caller-provided buffer is too small",
+            Status::NotContiguous => "the data is not dense in memory as the operation needs",
             Status::KernelFailed => "a user kernel reported failure",
             Status::Cancelled => "the operation was cancelled before it ran",
             Status::Shutdown => "the runtime is shut down",

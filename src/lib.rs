@@ -34,9 +34,11 @@ pub mod ffi;
 pub mod layout;
 pub mod ops;
 pub mod queue;
+pub mod region;
 pub mod runtime;
 pub mod storage;
 pub mod value;
+pub mod view;
 
 pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
@@ -47,6 +49,7 @@ pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use value::Tensor;
+pub use view::SliceSpec;
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
 #[cfg(feature = "mimalloc")]

@@ -1,11 +1,19 @@
-//! Epoch queues (SPEC §2.1).
+//! Epoch queues (SPEC §2.1), with sub-range hazards (§2.3).
 //!
 //! A queue orders the accesses to one value. A read joins the current epoch
-//! (it waits for the last writer only); a write or update opens the next epoch
-//! (it waits for every reader of the current epoch, or for the last writer when
-//! there are none). Dependencies are fixed when the access is enrolled, so the
-//! order per value is submission order. The queue holds only the tasks of the
-//! current epoch; finished ones are dropped as the queue moves on.
+//! (it waits for the writers before it); a write or update opens the next
+//! epoch (it waits for every earlier access). Dependencies are fixed when the
+//! access is enrolled, so the order per value is submission order.
+//!
+//! Accesses through views carry the [`Region`] they touch, and two accesses
+//! conflict only if their regions may overlap and one of them writes (see
+//! [`crate::region`] for the test and its cost). So the queue keeps a
+//! *frontier*: the accesses that a later access may have to wait for. A new
+//! access waits for every frontier entry it conflicts with; a writer then
+//! removes the entries its region covers (anything that conflicts with them
+//! also conflicts with the writer, which waits for them), and finished entries
+//! are dropped as the frontier grows. With whole-value accesses only, the
+//! frontier is exactly the last writer plus the readers of the current epoch.
 //!
 //! An epoch queue carries no lock of its own: it lives inside the lock of the
 //! hazard record that owns it (see [`crate::value`]), and enrollment of all of
@@ -16,6 +24,7 @@ use std::sync::Arc;
 
 use thin_vec::ThinVec;
 
+use crate::region::Region;
 use crate::runtime::task::Task;
 
 /// How an operation uses an operand.
@@ -25,7 +34,7 @@ pub enum Mode {
     /// Reads the value; joins the current epoch.
     Read = 1,
     /// Overwrites every element without reading the old value; opens a new epoch.
-    /// A successful overwrite produces a clean (unpoisoned) value.
+    /// A successful overwrite of a whole value produces a clean (unpoisoned) value.
     Write = 2,
     /// Reads and writes (read-modify-write): one exclusive access that sees the
     /// old value; opens a new epoch.
@@ -51,76 +60,75 @@ impl Mode {
     }
 }
 
+/// An enrolled access that later accesses may have to wait for.
+struct Entry {
+    task: Arc<Task>,
+    writes: bool,
+    region: Region,
+}
+
 /// The ordering state of one value (or one block, or one hazard record).
 #[derive(Default)]
 pub(crate) struct EpochQueue {
-    /// The writer that opened the current epoch (possibly finished).
-    writer: Option<Arc<Task>>,
-    /// Readers enrolled in the current epoch (some possibly finished). A thin
-    /// vector keeps an idle value's queue one word smaller.
-    readers: ThinVec<Arc<Task>>,
+    /// Unfinished-or-recent accesses not covered by a later writer. A thin
+    /// vector keeps an idle value's queue one word.
+    frontier: ThinVec<Entry>,
     /// Number of accesses ever enrolled; the position of the latest one.
     seq: u64,
 }
 
 impl EpochQueue {
-    /// Enroll `task` for an access in `mode`; returns the access's position.
-    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode) -> u64 {
-        match mode {
-            Mode::Read => {
-                if let Some(w) = &self.writer {
-                    task.depend_on(w);
-                }
-                self.push_reader(task);
-            }
-            Mode::Write | Mode::Update => {
-                if self.readers.is_empty() {
-                    if let Some(w) = &self.writer {
-                        task.depend_on(w);
-                    }
-                } else {
-                    // Each reader already waited for the previous writer.
-                    for r in self.readers.drain(..) {
-                        task.depend_on(&r);
-                    }
-                    if self.readers.capacity() > 64 {
-                        self.readers = ThinVec::new();
-                    }
-                }
-                self.writer = Some(task.clone());
+    /// Enroll `task` for an access in `mode` to `region`; returns the
+    /// access's position.
+    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region) -> u64 {
+        let writes = mode.writes();
+        let whole = matches!(region, Region::Full);
+        for e in &self.frontier {
+            if (writes || e.writes) && (whole || e.region.may_overlap(region)) {
+                task.depend_on(&e.task);
             }
         }
+        if writes {
+            // Entries this writer covers are ordered before it, and anything
+            // that conflicts with them conflicts with it.
+            if whole {
+                self.frontier.clear();
+                if self.frontier.capacity() > 64 {
+                    self.frontier = ThinVec::new();
+                }
+            } else {
+                self.frontier.retain(|e| !region.covers(&e.region));
+            }
+        }
+        self.push(Entry { task: task.clone(), writes, region: region.clone() });
         self.seq += 1;
         self.seq
     }
 
-    /// Enroll a barrier: it waits for everything enrolled so far and joins the
-    /// current epoch as a reader, so the next writer also waits for it.
-    pub(crate) fn enroll_barrier(&mut self, task: &Arc<Task>) {
-        if let Some(w) = &self.writer {
-            task.depend_on(w);
+    /// Enroll a barrier: it waits for every unfinished access to `region`
+    /// enrolled so far and joins as a reader, so a later writer of the region
+    /// also waits for it.
+    pub(crate) fn enroll_barrier(&mut self, task: &Arc<Task>, region: &Region) {
+        for e in &self.frontier {
+            if e.region.may_overlap(region) {
+                task.depend_on(&e.task);
+            }
         }
-        for r in &self.readers {
-            task.depend_on(r);
-        }
-        self.push_reader(task);
+        self.push(Entry { task: task.clone(), writes: false, region: region.clone() });
         self.seq += 1;
     }
 
     /// Whether nothing enrolled so far is still unfinished.
     pub(crate) fn is_idle(&self) -> bool {
-        self.writer.as_ref().is_none_or(|w| w.is_done()) && self.readers.iter().all(|r| r.is_done())
+        self.frontier.iter().all(|e| e.task.is_done())
     }
 
-    fn push_reader(&mut self, task: &Arc<Task>) {
-        // Drop finished readers before the vector grows, so a long run of
-        // readers that finish promptly keeps the epoch small.
-        if self.readers.len() == self.readers.capacity() && self.readers.len() >= 8 {
-            self.readers.retain(|r| !r.is_done());
+    fn push(&mut self, entry: Entry) {
+        // Drop finished entries before the vector grows, so a long run of
+        // accesses that finish promptly keeps the frontier small.
+        if self.frontier.len() == self.frontier.capacity() && self.frontier.len() >= 8 {
+            self.frontier.retain(|e| !e.task.is_done());
         }
-        if self.writer.as_ref().is_some_and(|w| w.is_done()) {
-            self.writer = None;
-        }
-        self.readers.push(task.clone());
+        self.frontier.push(entry);
     }
 }

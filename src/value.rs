@@ -27,7 +27,11 @@ use crate::error::{Error, Result, Status};
 use crate::layout::{Extents, Layout, Order};
 use crate::queue::EpochQueue;
 use crate::runtime;
+use crate::region::Region;
 use crate::storage::{ReleaseFn, Storage};
+use thin_vec::ThinVec;
+use crate::view::{SliceSpec, View};
+use smallvec::SmallVec;
 
 /// What a constructed value holds: backing storage and the layout of its
 /// elements in it. Immutable: a value's contents are replaced, never modified,
@@ -65,8 +69,20 @@ pub(crate) struct ValueState {
     pub(crate) queue: EpochQueue,
     /// The contents as of the last submission; `None` while unconstructed.
     pub(crate) contents: Option<Arc<Contents>>,
-    /// The error of the last failed write, propagated to every later reader.
-    pub(crate) poison: Option<Error>,
+    /// Errors of failed writes, each on the region it wrote (see [`Poison`]).
+    poison: ThinVec<Poison>,
+}
+
+/// A failed write's error on the region it wrote, with the queue position of
+/// that write. Poison is tracked per region so that operations on disjoint
+/// parts of a value, which run concurrently, give exactly the results of
+/// sequential execution: a read fails with the latest error on a region it
+/// may overlap (the same overlap test orders the accesses, so every such
+/// write ran before it), and an overwrite cleans the entries it covers.
+struct Poison {
+    region: Region,
+    pos: u64,
+    error: Error,
 }
 
 impl ValueState {
@@ -79,13 +95,18 @@ impl ValueState {
     pub(crate) fn layout(&self) -> Option<&Layout> {
         self.contents.as_deref().map(|c| &c.layout)
     }
+
+    /// The latest error recorded on a region that may overlap `region`.
+    fn poison_in(&self, region: &Region) -> Option<Error> {
+        self.poison.iter().filter(|p| p.region.may_overlap(region)).max_by_key(|p| p.pos).map(|p| p.error.clone())
+    }
 }
 
 /// A hazard record: one epoch queue plus the value it orders.
 pub(crate) struct Value {
     pub(crate) state: Mutex<ValueState>,
-    /// Mirrors `state.poison.is_some()` (written under the lock), so a task can
-    /// check its operands without locking them.
+    /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
+    /// can check its operands without locking them.
     poisoned: AtomicBool,
     pub(crate) dtype: DType,
     pub(crate) domain: Domain,
@@ -96,7 +117,7 @@ pub(crate) struct Value {
 impl Value {
     fn new(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Arc<Value> {
         Arc::new(Value {
-            state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: None }),
+            state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() }),
             poisoned: AtomicBool::new(false),
             dtype,
             domain,
@@ -104,24 +125,32 @@ impl Value {
         })
     }
 
-    /// The error this value is poisoned with, if any. Called by a task that
-    /// holds an access: the writer that set the poison finished before the
-    /// task was released, which orders its store before this load.
-    pub(crate) fn poison(&self) -> Option<Error> {
+    /// The error an access to `region` fails with, if any. Called by a task
+    /// that holds the access: every write to an overlapping region enrolled
+    /// before it finished before the task was released, which orders their
+    /// stores before this load.
+    pub(crate) fn poison_in(&self, region: &Region) -> Option<Error> {
         if !self.poisoned.load(Ordering::Acquire) {
             return None;
         }
-        self.state.lock().poison.clone()
+        self.state.lock().poison_in(region)
     }
 
-    /// Poison the value with `e`, or clean it (`None`).
-    pub(crate) fn set_poison(&self, e: Option<Error>) {
-        if e.is_none() && !self.poisoned.load(Ordering::Acquire) {
+    /// Record that the write at queue position `pos` to `region` failed with `e`.
+    pub(crate) fn add_poison(&self, region: Region, pos: u64, error: Error) {
+        let mut s = self.state.lock();
+        s.poison.push(Poison { region, pos, error });
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// A successful overwrite of `region`: the errors it covers are gone.
+    pub(crate) fn clean(&self, region: &Region) {
+        if !self.poisoned.load(Ordering::Acquire) {
             return;
         }
         let mut s = self.state.lock();
-        self.poisoned.store(e.is_some(), Ordering::Release);
-        s.poison = e;
+        s.poison.retain(|p| !region.covers(&p.region));
+        self.poisoned.store(!s.poison.is_empty(), Ordering::Release);
     }
 
     /// Zeroed dense contents for `extents` (used at creation and by overwrites
@@ -138,12 +167,18 @@ impl Value {
     }
 }
 
-/// A handle to an asynchronous tensor value. Cloning the handle shares the
-/// value (same data, same epoch queue); releasing it never blocks, and pending
-/// operations keep the data alive.
+/// A handle to an asynchronous tensor: a whole value, or a view of one (see
+/// [`crate::view`]). Cloning the handle shares it (same data, same epoch
+/// queue: a structural copy); [`Tensor::deep_copy`] makes a new value.
+/// Releasing a handle never blocks, and pending operations keep the data alive.
 #[derive(Clone)]
-pub struct Tensor {
-    pub(crate) value: Arc<Value>,
+pub struct Tensor(pub(crate) Repr);
+
+/// A whole value is one pointer, so plain tensors stay as small as they can.
+#[derive(Clone)]
+pub(crate) enum Repr {
+    Value(Arc<Value>),
+    View(Arc<View>),
 }
 
 fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
@@ -158,18 +193,47 @@ fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
 }
 
 impl Tensor {
+    fn whole(v: Arc<Value>) -> Tensor {
+        Tensor(Repr::Value(v))
+    }
+
+    fn of_view(v: View) -> Tensor {
+        Tensor(Repr::View(Arc::new(v)))
+    }
+
+    /// The value (hazard record) this handle orders on: itself, or a view's root.
+    pub(crate) fn root(&self) -> &Arc<Value> {
+        match &self.0 {
+            Repr::Value(v) => v,
+            Repr::View(v) => &v.root,
+        }
+    }
+
+    /// The view, if this handle is one.
+    pub(crate) fn view(&self) -> Option<&View> {
+        match &self.0 {
+            Repr::Value(_) => None,
+            Repr::View(v) => Some(v),
+        }
+    }
+
+    /// The elements of the root this handle touches.
+    pub(crate) fn region(&self) -> Region {
+        self.view().map_or(Region::Full, |v| v.region.clone())
+    }
+
     /// An unconstructed tensor: dtype and domain known, no shape yet. An
     /// overwrite (copy-in, copy) constructs it.
     pub fn unconstructed(dtype: DType, domain: Domain) -> Result<Tensor> {
         check_domain(domain, "tensor_new")?;
-        Ok(Tensor { value: Value::new(dtype, domain, None, false) })
+        Ok(Tensor::whole(Value::new(dtype, domain, None, false)))
     }
 
     /// A zero-filled tensor.
     pub fn zeros(dtype: DType, extents: &[usize], order: Order, domain: Domain) -> Result<Tensor> {
         check_domain(domain, "tensor_new_zeros")?;
         let contents = Value::alloc_contents(dtype, extents, order, "tensor_new_zeros")?;
-        Ok(Tensor { value: Value::new(dtype, domain, Some(contents), false) })
+        Ok(Tensor::whole(Value::new(dtype, domain, Some(contents), false)))
     }
 
     /// A tensor holding a copy of `data`, laid out densely in `order`.
@@ -196,7 +260,7 @@ impl Tensor {
         let c = Value::alloc_contents(dtype, &src.extents, order, "tensor_new_copy")?;
         // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
         unsafe { crate::backends::native::copy_raw(dtype, c.storage().ptr(), &c.layout, ptr, src) };
-        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(c), false) })
+        Ok(Tensor::whole(Value::new(dtype, Domain::Host, Some(c), false)))
     }
 
     /// Wrap host memory without copying. `release` runs exactly once, after the
@@ -240,51 +304,123 @@ impl Tensor {
         let read_only = !writable || !layout.is_non_overlapping();
         // SAFETY: forwarded from the caller.
         let storage = unsafe { Storage::wrap(base, bytes, release) };
-        Ok(Tensor { value: Value::new(dtype, Domain::Host, Some(Contents::owning(storage, layout)), read_only) })
+        Ok(Tensor::whole(Value::new(dtype, Domain::Host, Some(Contents::owning(storage, layout)), read_only)))
     }
 
     /// Element type.
     pub fn dtype(&self) -> DType {
-        self.value.dtype
+        self.root().dtype
     }
 
     /// Domain (host or CUDA device).
     pub fn domain(&self) -> Domain {
-        self.value.domain
+        self.root().domain
     }
 
-    /// Whether writes to this tensor are rejected.
+    /// Whether writes to this tensor are rejected (read-only memory, conj views).
     pub fn is_read_only(&self) -> bool {
-        self.value.read_only
+        self.view().map_or(self.root().read_only, |v| v.read_only)
+    }
+
+    /// Whether this handle is a view of another value.
+    pub fn is_view(&self) -> bool {
+        self.view().is_some()
+    }
+
+    /// Whether reads through this handle conjugate (a conj view of a complex tensor).
+    pub fn is_conj(&self) -> bool {
+        self.view().is_some_and(|v| v.conj)
     }
 
     /// The extents as known at submission time, `None` while unconstructed.
     pub fn extents(&self) -> Option<Extents> {
-        self.value.state.lock().layout().map(|l| l.extents.clone())
+        match &self.0 {
+            Repr::Value(v) => v.state.lock().layout().map(|l| l.extents.clone()),
+            Repr::View(v) => Some(v.layout.extents.clone()),
+        }
     }
 
     /// The layout as known at submission time, `None` while unconstructed.
+    /// (For a view, the offset is relative to the root's storage.)
     pub fn layout(&self) -> Option<Layout> {
-        self.value.state.lock().layout().cloned()
+        match &self.0 {
+            Repr::Value(v) => v.state.lock().layout().cloned(),
+            Repr::View(v) => Some(v.layout.clone()),
+        }
     }
 
     /// An identity for the value (its epoch queue): equal for handles that
-    /// share the value, and the id used by [`crate::ops::EnrollTrace`].
+    /// share the value, views included, and the id used by
+    /// [`crate::ops::EnrollTrace`].
     pub fn value_id(&self) -> usize {
-        Arc::as_ptr(&self.value) as usize
+        Arc::as_ptr(self.root()) as usize
     }
 
-    /// Whether two handles refer to the same value (the same epoch queue).
+    /// Whether two handles order on the same value (the same epoch queue).
     pub fn same_value(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.value, &other.value)
+        Arc::ptr_eq(self.root(), other.root())
     }
 
-    /// Wait for every operation enrolled on this tensor so far, then report its
-    /// state: `Ok` for a clean constructed value, the poisoning error, or an
-    /// `Unconstructed` error. `None` waits forever. From inside a task, waiting on
-    /// a tensor the task itself accesses fails with `WouldDeadlock`.
+    /// Wait for every operation enrolled on this tensor so far (for a view,
+    /// on the elements it touches), then report the value's state: `Ok` for a
+    /// clean constructed value, the poisoning error, or an `Unconstructed`
+    /// error. `None` waits forever. From inside a task, waiting on a tensor the
+    /// task itself accesses fails with `WouldDeadlock`.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        runtime::wait_value(&self.value, timeout)
+        runtime::wait_value(self.root(), &self.region(), timeout)
+    }
+
+    /// Derive a new view from this handle seen as a view.
+    fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {
+        let v = match &self.0 {
+            Repr::View(v) => f(v)?,
+            Repr::Value(v) => f(&View::of_root(v, origin)?)?,
+        };
+        Ok(Tensor::of_view(v))
+    }
+
+    /// A view of some elements: one [`SliceSpec`] per axis (a range with a step,
+    /// possibly negative, or one index that drops the axis).
+    pub fn slice(&self, specs: &[SliceSpec]) -> Result<Tensor> {
+        self.derive("tensor_slice", |v| v.slice(specs))
+    }
+
+    /// A view with axes reordered: axis `j` of the result is axis `perm[j]` of this one.
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        self.derive("tensor_permute", |v| v.permute(perm))
+    }
+
+    /// A view with the axes in reverse order (the matrix transpose for rank 2).
+    pub fn transpose(&self) -> Result<Tensor> {
+        let rank = self.extents().ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?.len();
+        let perm: SmallVec<[usize; 4]> = (0..rank).rev().collect();
+        self.derive("tensor_transpose", |v| v.permute(&perm))
+    }
+
+    /// A read-only conjugate view: lazy for complex dtypes (kernels read the
+    /// elements conjugated), the identity for real ones. The conj of a conj
+    /// reads the original values.
+    pub fn conj(&self) -> Result<Tensor> {
+        self.derive("tensor_conj", |v| Ok(v.conjugate()))
+    }
+
+    /// A view with new extents over the same elements read in `order`; the
+    /// elements must be dense in that order (`NotContiguous` otherwise).
+    pub fn reshape(&self, extents: &[usize], order: Order) -> Result<Tensor> {
+        self.derive("tensor_reshape", |v| v.reshape(extents, order))
+    }
+
+    /// A copy. For a view, the same view (a structural copy of the handle).
+    /// For a whole value, a new value on a fresh queue, filled by a scheduled
+    /// copy that sees every write enrolled before it; the event (if asked for
+    /// in `opts`) reports that copy.
+    pub fn deep_copy(&self, opts: crate::ops::Submit<'_>) -> Result<(Tensor, Option<crate::runtime::Event>)> {
+        if self.is_view() {
+            return Ok((self.clone(), None));
+        }
+        let fresh = Tensor::unconstructed(self.dtype(), self.domain())?;
+        let ev = crate::ops::copy(&fresh, self, opts)?;
+        Ok((fresh, ev))
     }
 }
 
@@ -298,11 +434,11 @@ impl std::fmt::Debug for Tensor {
     }
 }
 
-/// The state a waiter reports once everything before it has run.
-pub(crate) fn settled_state(v: &Value, origin: &'static str) -> Result<()> {
+/// The state a waiter on `region` reports once everything before it has run.
+pub(crate) fn settled_state(v: &Value, region: &Region, origin: &'static str) -> Result<()> {
     let s = v.state.lock();
-    if let Some(e) = &s.poison {
-        return Err(e.clone());
+    if let Some(e) = s.poison_in(region) {
+        return Err(e);
     }
     if !s.is_constructed() {
         return Err(Error::new(Status::Unconstructed, origin, "the tensor is unconstructed"));

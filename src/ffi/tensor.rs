@@ -327,3 +327,150 @@ pub extern "C" fn ta_tensor_wait(tensor: *const ta_tensor, timeout_ns: i64, erro
     const O: &str = "ta_tensor_wait";
     guard(O, error, || tensor_arg(tensor, O, "tensor")?.wait(timeout_arg(timeout_ns)))
 }
+
+/// One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
+/// ...` up to `stop` (exclusive). With a negative `step`, `start` is the
+/// highest index and `stop` the one below the last (-1 runs through index 0).
+/// `start == stop` selects nothing. A non-zero `drop` removes the axis and
+/// needs exactly one index.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct ta_slice {
+    pub start: i64,
+    pub stop: i64,
+    pub step: i64,
+    pub drop: i32,
+}
+
+fn view_out(
+    origin: &'static str,
+    tensor: *const ta_tensor,
+    view_out: *mut *mut ta_tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor, Error>,
+) -> Result<(), Error> {
+    need(view_out, origin, "view_out")?;
+    let t = tensor_arg(tensor, origin, "tensor")?;
+    let v = f(&t)?;
+    put(view_out, make_handle(Object::Tensor(v), origin)?);
+    Ok(())
+}
+
+/// A view of some elements of `tensor`: `nslices` (= its rank) axis specs.
+/// The view shares the tensor's epoch queue, keeps its storage alive after
+/// every other handle is freed, and writes through it update the tensor.
+/// Operations on disjoint slices of one tensor run concurrently.
+/// `TA_STATUS_OUT_OF_RANGE` for indices outside the axis.
+#[no_mangle]
+pub extern "C" fn ta_tensor_slice(
+    tensor: *const ta_tensor,
+    slices: *const ta_slice,
+    nslices: usize,
+    view_out_: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_slice";
+    guard(O, error, || {
+        let specs: Vec<crate::SliceSpec> = array_arg(slices, nslices, O, "slices")?
+            .iter()
+            .map(|s| {
+                let conv = |x: i64| isize::try_from(x).map_err(|_| Error::new(Status::OutOfRange, O, "index does not fit"));
+                Ok(crate::SliceSpec { start: conv(s.start)?, stop: conv(s.stop)?, step: conv(s.step)?, drop: s.drop != 0 })
+            })
+            .collect::<Result<_, Error>>()?;
+        view_out(O, tensor, view_out_, |t| t.slice(&specs))
+    })
+}
+
+/// A view with axes reordered: axis `j` of the view is axis `perm[j]` of
+/// `tensor`. `rank` must equal the tensor's rank.
+#[no_mangle]
+pub extern "C" fn ta_tensor_permute(
+    tensor: *const ta_tensor,
+    perm: *const usize,
+    rank: usize,
+    view_out_: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_permute";
+    guard(O, error, || {
+        let perm = array_arg(perm, rank, O, "perm")?;
+        view_out(O, tensor, view_out_, |t| t.permute(perm))
+    })
+}
+
+/// A view with the axes in reverse order (the transpose of a matrix).
+#[no_mangle]
+pub extern "C" fn ta_tensor_transpose(tensor: *const ta_tensor, view_out_: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+    const O: &str = "ta_tensor_transpose";
+    guard(O, error, || view_out(O, tensor, view_out_, Tensor::transpose))
+}
+
+/// A read-only conjugate view: lazy for complex dtypes (kernels see the conj
+/// flag in `ta_view.conj`, and library operations honour it), the identity
+/// for real dtypes. Using it as an output fails with `TA_STATUS_READ_ONLY`.
+#[no_mangle]
+pub extern "C" fn ta_tensor_conj(tensor: *const ta_tensor, view_out_: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+    const O: &str = "ta_tensor_conj";
+    guard(O, error, || view_out(O, tensor, view_out_, Tensor::conj))
+}
+
+/// A view with new extents over the same elements, read in `order`. The
+/// elements must be dense in that order (`TA_STATUS_NOT_CONTIGUOUS`) and the
+/// element counts equal (`TA_STATUS_SHAPE_MISMATCH`).
+#[no_mangle]
+pub extern "C" fn ta_tensor_reshape(
+    tensor: *const ta_tensor,
+    rank: usize,
+    extents: *const usize,
+    order: ta_order,
+    view_out_: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_reshape";
+    guard(O, error, || {
+        let ext = array_arg(extents, rank, O, "extents")?;
+        let order = order_arg(order, O)?;
+        view_out(O, tensor, view_out_, |t| t.reshape(ext, order))
+    })
+}
+
+/// A copy of `tensor`. For a view, a new handle to the same view (a
+/// structural copy). For a whole tensor, a new tensor on a fresh epoch queue,
+/// filled by a scheduled copy that sees every write submitted before it;
+/// `event_out` (may be NULL) reports that copy (NULL for a view: nothing is
+/// scheduled).
+#[no_mangle]
+pub extern "C" fn ta_tensor_clone(
+    tensor: *const ta_tensor,
+    opts: *const super::ta_submit,
+    copy_out: *mut *mut ta_tensor,
+    event_out: *mut *mut super::ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_tensor_clone";
+    guard(O, error, || {
+        need(copy_out, O, "copy_out")?;
+        let t = tensor_arg(tensor, O, "tensor")?;
+        let mut fresh = None;
+        super::ops::submit_with(O, opts, event_out, |s| {
+            let (c, ev) = t.deep_copy(s)?;
+            fresh = Some(c);
+            Ok(ev)
+        })?;
+        if t.is_view() && !event_out.is_null() {
+            put(event_out, std::ptr::null_mut()); // nothing was scheduled
+        }
+        put(copy_out, make_handle(Object::Tensor(fresh.expect("set on success")), O)?);
+        Ok(())
+    })
+}
+
+/// Whether `tensor` is a view of another tensor (stores 1 or 0).
+#[no_mangle]
+pub extern "C" fn ta_tensor_is_view(tensor: *const ta_tensor, is_view_out: *mut i32) -> ta_status {
+    guard("ta_tensor_is_view", std::ptr::null_mut(), || {
+        need(is_view_out, "ta_tensor_is_view", "is_view_out")?;
+        put(is_view_out, tensor_arg(tensor, "ta_tensor_is_view", "tensor")?.is_view() as i32);
+        Ok(())
+    })
+}

@@ -50,6 +50,8 @@ pub const TA_STATUS_UNSUPPORTED: ta_status = 28;
 pub const TA_STATUS_OUT_OF_RANGE: ta_status = 29;
 /// A caller buffer is too small for the result.
 pub const TA_STATUS_BUFFER_TOO_SMALL: ta_status = 30;
+/// The operation needs data dense in memory (for example a reshape).
+pub const TA_STATUS_NOT_CONTIGUOUS: ta_status = 31;
 /// A user kernel reported failure.
 pub const TA_STATUS_KERNEL_FAILED: ta_status = 40;
 /// The operation was cancelled before it ran.

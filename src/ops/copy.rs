@@ -20,8 +20,9 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
     let body = Body::Native { op: NativeOp::Copy, candidates };
     let dtype = dst.dtype();
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
-        if !l.state(0).is_constructed() {
-            if let Some(src) = l.state(1).layout() {
+        // Only a whole value can be unconstructed; a copy of known shape constructs it.
+        if l.layout(0).is_none() {
+            if let Some(src) = l.layout(1) {
                 let extents = src.extents.clone();
                 l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?);
             }
@@ -45,9 +46,8 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     let dtype = dst.dtype();
     let body = Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
-        let d = l.state(0);
-        match d.layout() {
-            None => d.contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?),
+        match l.layout(0) {
+            None => l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?),
             Some(have) if have.extents != extents => {
                 return Err(Error::new(
                     Status::ShapeMismatch,
@@ -98,7 +98,7 @@ pub unsafe fn copy_out(
     let candidates = dispatch::select(OpTag::CopyOut, src.dtype(), src.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: NativeOp::CopyOut(Box::new(HostBuffer { ptr, layout })), candidates };
     submit(ORIGIN, ORIGIN, &[(src, Mode::Read)], body, opts, |l| {
-        if l.state(0).layout().is_some_and(|have| have.extents != extents) {
+        if l.layout(0).is_some_and(|have| have.extents != extents) {
             return Err(Error::new(Status::ShapeMismatch, ORIGIN, "the source changed shape during submission"));
         }
         Ok(())

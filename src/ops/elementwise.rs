@@ -32,9 +32,9 @@ pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Res
 }
 
 /// Reject operands `a` and `b` whose submission-time extents differ.
-pub(crate) fn same_extents(origin: &'static str, l: &mut Locked<'_>, a: usize, b: usize) -> Result<()> {
-    let ea = l.state(a).layout().map(|x| x.extents.clone());
-    match (ea, l.state(b).layout()) {
+pub(crate) fn same_extents(origin: &'static str, l: &Locked<'_>, a: usize, b: usize) -> Result<()> {
+    let ea = l.layout(a).map(|x| x.extents.clone());
+    match (ea, l.layout(b)) {
         (Some(ea), Some(lb)) if ea != lb.extents => {
             Err(Error::new(Status::ShapeMismatch, origin, format!("shapes {:?} and {:?} differ", ea, lb.extents)))
         }

@@ -22,7 +22,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::queue::Mode;
-use crate::value::Value;
+use crate::value::{Tensor, Value};
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
@@ -47,28 +47,44 @@ pub struct ResolvedView<'a> {
 }
 
 /// One operand of a submitted operation. Where its elements are is fixed at
-/// submission (`data`, `layout`), so a running task reads no shared state to
-/// find them.
+/// submission (`data`, `layout`, `conj`), so a running task reads no shared
+/// state to find them.
 pub(crate) struct Access {
-    pub(crate) value: Arc<Value>,
+    /// The handle: keeps the root value (and a view's own layout) alive.
+    pub(crate) tensor: Tensor,
     pub(crate) mode: Mode,
+    /// Reads conjugate (a conj view of a complex tensor).
+    conj: bool,
+    /// Position of this access in its value's queue (orders poison records).
+    pub(crate) pos: u64,
     /// Address of element `[0, 0, ...]` (null until enrollment fills it in).
-    pub(crate) data: *mut u8,
-    /// The layout of the contents enrolled with (null until enrollment).
-    pub(crate) layout: *const Layout,
+    data: *mut u8,
+    /// The layout of the contents or view enrolled with (null until enrollment).
+    layout: *const Layout,
 }
 
 // SAFETY: `data` and `layout` point into the immutable `Contents` the value
-// held at enrollment. The value (kept alive by `value`) keeps those contents
-// alive: contents are never modified, and a value replaces its contents only
-// by handing the old ones to the replacing writer, which runs after every
-// earlier access. They are dereferenced only by the task that holds this
-// access, while the epoch queue grants it.
+// held at enrollment, or into the view that `tensor` keeps alive. The root
+// value (kept alive by `tensor`) keeps those contents alive: contents are
+// never modified, and a value replaces its contents only by handing the old
+// ones to the replacing writer, which runs after every earlier access. They
+// are dereferenced only by the task that holds this access, while the epoch
+// queue grants it.
 unsafe impl Send for Access {}
 
 impl Access {
-    pub(crate) fn new(value: Arc<Value>, mode: Mode) -> Access {
-        Access { value, mode, data: std::ptr::null_mut(), layout: std::ptr::null() }
+    pub(crate) fn new(tensor: Tensor, mode: Mode) -> Access {
+        Access { tensor, mode, conj: false, pos: 0, data: std::ptr::null_mut(), layout: std::ptr::null() }
+    }
+
+    pub(crate) fn value(&self) -> &Arc<Value> {
+        self.tensor.root()
+    }
+
+    pub(crate) fn set_geometry(&mut self, g: crate::view::Geometry<'_>) {
+        self.data = g.data;
+        self.layout = g.layout;
+        self.conj = g.conj;
     }
 
     fn view(&self) -> ResolvedView<'_> {
@@ -76,12 +92,12 @@ impl Access {
         let layout = unsafe { &*self.layout };
         ResolvedView {
             ptr: self.data,
-            dtype: self.value.dtype,
+            dtype: self.value().dtype,
             extents: &layout.extents,
             strides: &layout.strides,
             mode: self.mode,
-            domain: self.value.domain,
-            conj: false,
+            domain: self.value().domain,
+            conj: self.conj,
         }
     }
 }
@@ -107,7 +123,7 @@ impl Operation {
     /// that is read fails the operation with that same error.
     pub(crate) fn execute(&mut self) -> Result<()> {
         for a in self.accesses.iter().filter(|a| a.mode.reads()) {
-            if let Some(e) = a.value.poison() {
+            if let Some(e) = a.value().poison_in(&a.tensor.region()) {
                 return Err(e);
             }
         }
@@ -126,9 +142,10 @@ impl Operation {
     pub(crate) fn commit(&self, result: &Result<()>) {
         for a in self.accesses.iter().filter(|a| a.mode.writes()) {
             match result {
-                Err(e) => a.value.set_poison(Some(e.clone())),
-                // An update succeeded only on a clean value, which stays clean.
-                Ok(()) if a.mode == Mode::Write => a.value.set_poison(None),
+                Err(e) => a.value().add_poison(a.tensor.region(), a.pos, e.clone()),
+                // An overwrite cleans the region it wrote; an update succeeded
+                // only on a clean region, which stays clean.
+                Ok(()) if a.mode == Mode::Write => a.value().clean(&a.tensor.region()),
                 Ok(()) => {}
             }
         }
@@ -136,6 +153,6 @@ impl Operation {
 
     /// Whether the operation accesses `value`.
     pub(crate) fn holds(&self, value: &Arc<Value>) -> bool {
-        self.accesses.iter().any(|a| Arc::ptr_eq(&a.value, value))
+        self.accesses.iter().any(|a| Arc::ptr_eq(a.value(), value))
     }
 }

@@ -17,6 +17,7 @@ use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
 use crate::runtime::exec::{self, Completion, Work};
 use crate::runtime::{Runtime, Task};
+use crate::layout::Layout;
 use crate::value::{Tensor, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.
@@ -55,15 +56,26 @@ impl<'a> Submit<'a> {
 
 /// The values of one submission, locked; indexed by operand.
 pub(crate) struct Locked<'g> {
+    operands: &'g [(&'g Tensor, Mode)],
     guards: SmallVec<[MutexGuard<'g, ValueState>; 4]>,
-    /// Operand index -> guard index.
+    /// Operand index -> guard index (of the operand's root value).
     slot: SmallVec<[usize; 4]>,
 }
 
 impl Locked<'_> {
-    /// The submission-time state of operand `i`.
+    /// The submission-time state of operand `i`'s root value (constructing
+    /// outputs goes through it; only whole values can be unconstructed).
     pub(crate) fn state(&mut self, i: usize) -> &mut ValueState {
         &mut self.guards[self.slot[i]]
+    }
+
+    /// The submission-time layout of operand `i` (its view's, for a view);
+    /// `None` while unconstructed.
+    pub(crate) fn layout(&self, i: usize) -> Option<&Layout> {
+        match self.operands[i].0.view() {
+            Some(v) => Some(&v.layout),
+            None => self.guards[self.slot[i]].layout(),
+        }
     }
 }
 
@@ -82,67 +94,64 @@ pub(crate) fn submit(
 
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
-        if m.writes() && t.value.read_only {
-            return Err(Error::new(Status::ReadOnly, origin, "the output tensor is read-only"));
+        if m.writes() && t.is_read_only() {
+            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only) { "a read-only view (conj)" } else { "read-only" };
+            return Err(Error::new(Status::ReadOnly, origin, format!("the output is {what}")));
         }
     }
-    // Operands in address order: the lock order, and where duplicates meet.
-    // (Most operations have one operand: no sorting, no bookkeeping.)
+    // Operands in root order: the lock order, and where accesses to one value
+    // meet. (Most operations have one operand: no sorting, no bookkeeping.)
     let mut order: SmallVec<[usize; 4]> = SmallVec::new();
     if operands.len() > 1 {
         for i in 0..operands.len() {
             order.push(i);
         }
-        order.sort_unstable_by_key(|&i| operands[i].0.value_id());
-        for w in order.windows(2) {
-            let (a, b) = (operands[w[0]], operands[w[1]]);
-            if a.0.same_value(b.0) && (a.1.writes() || b.1.writes()) {
-                return Err(Error::new(
-                    Status::Alias,
-                    origin,
-                    "an output shares the epoch queue of another operand of the same operation",
-                ));
+        order.sort_by_key(|&i| operands[i].0.value_id());
+        // Two accesses to one value in one operation are allowed when both
+        // read, or when their regions are provably disjoint (§2.3).
+        for (x, &i) in order.iter().enumerate() {
+            for &j in order[x + 1..].iter().take_while(|&&j| operands[j].0.same_value(operands[i].0)) {
+                let ((a, ma), (b, mb)) = (operands[i], operands[j]);
+                if (ma.writes() || mb.writes()) && a.region().may_overlap(&b.region()) {
+                    return Err(Error::new(
+                        Status::Alias,
+                        origin,
+                        "an output shares the epoch queue of another operand of the same operation, and their elements may overlap",
+                    ));
+                }
             }
         }
+    } else {
+        order.push(0);
     }
 
     rt.inner().admit(origin)?;
     let event = opts.event.then(Event::new);
     let mut accesses = SmallVec::new();
     for (t, m) in operands {
-        accesses.push(Access::new(t.value.clone(), *m));
+        accesses.push(Access::new((*t).clone(), *m));
     }
     let completion = Completion { event: event.clone(), callback: opts.callback, cq: opts.cq.map(|(q, tag)| (q.clone(), tag)) };
     let task = Task::new(Some(rt.inner()), Work::op(Operation { name: name.into(), accesses, body }, completion));
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { guards: SmallVec::new(), slot: SmallVec::new() };
-    let mut unique: SmallVec<[(usize, Mode); 4]> = SmallVec::new(); // (operand, mode)
-    if operands.len() == 1 {
-        locked.guards.push(operands[0].0.value.state.lock());
+    let mut locked = Locked { operands, guards: SmallVec::new(), slot: SmallVec::new() };
+    for _ in 0..operands.len() {
         locked.slot.push(0);
-        unique.push((0, operands[0].1));
-    } else {
-        for _ in 0..operands.len() {
-            locked.slot.push(0);
+    }
+    let mut prev: Option<usize> = None;
+    for &i in &order {
+        let t = operands[i].0;
+        if !prev.is_some_and(|p| operands[p].0.same_value(t)) {
+            locked.guards.push(t.root().state.lock());
         }
-        for &i in &order {
-            let (t, m) = operands[i];
-            match unique.last() {
-                // Only read+read duplicates get here (see the alias check).
-                Some(&(j, _)) if operands[j].0.same_value(t) => {}
-                _ => {
-                    locked.guards.push(t.value.state.lock());
-                    unique.push((i, m));
-                }
-            }
-            locked.slot[i] = locked.guards.len() - 1;
-        }
+        locked.slot[i] = locked.guards.len() - 1;
+        prev = Some(i);
     }
 
     let checked = plan(&mut locked).and_then(|()| {
         for (i, (_, m)) in operands.iter().enumerate() {
-            if !locked.state(i).is_constructed() {
+            if locked.layout(i).is_none() {
                 let what = if m.reads() { "reads" } else { "writes" };
                 return Err(Error::new(
                     Status::Unconstructed,
@@ -164,16 +173,24 @@ pub(crate) fn submit(
     // SAFETY: the task is not yet enrolled, so no other thread can see its work.
     let work = unsafe { task.work_mut() };
     for (i, a) in work.accesses_mut().iter_mut().enumerate() {
-        let c = locked.state(i).contents.as_deref().expect("checked constructed above");
-        a.data = c.data(a.value.dtype);
-        a.layout = &c.layout;
+        // The operand's handle and `a.tensor` share the view, so the
+        // geometry stays valid for as long as the access holds it.
+        match operands[i].0.view() {
+            Some(v) => a.set_geometry(v.geometry()),
+            None => {
+                let c = locked.state(i).contents.as_deref().expect("checked constructed above");
+                a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype), layout: &c.layout, conj: false });
+            }
+        }
     }
 
     let mut trace = opts.trace;
-    for (g, &(i, m)) in locked.guards.iter_mut().zip(&unique) {
-        let pos = g.queue.enroll(&task, m);
+    for &i in &order {
+        let (t, m) = operands[i];
+        let pos = locked.guards[locked.slot[i]].queue.enroll(&task, m, &t.region());
+        work.accesses_mut()[i].pos = pos;
         if let Some(tr) = trace.as_deref_mut() {
-            tr.push((operands[i].0.value_id(), pos));
+            tr.push((t.value_id(), pos));
         }
     }
     drop(locked);

@@ -15,6 +15,7 @@ use super::event::{Callback, Event};
 use super::task::Task;
 use crate::error::{Error, Result, Status};
 use crate::ops::Operation;
+use crate::region::Region;
 use crate::value::{settled_state, Value};
 
 /// How a task reports its outcome (boxed in the task only when asked for, so
@@ -50,7 +51,7 @@ impl Completion {
 enum Job {
     Op(Operation),
     /// A wait on a value: completes once everything enrolled before it has.
-    Barrier(Arc<Value>),
+    Barrier(Arc<Value>, Region),
 }
 
 /// What a task does and how it reports.
@@ -67,14 +68,15 @@ impl Work {
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
         match &mut self.job {
             Job::Op(op) => &mut op.accesses,
-            Job::Barrier(_) => &mut [],
+            Job::Barrier(..) => &mut [],
         }
     }
 }
 
 /// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
-pub(crate) fn barrier(value: Arc<Value>, event: Event) -> Arc<Task> {
-    Task::new(None, Work { job: Job::Barrier(value), completion: Completion { event: Some(event), ..Default::default() }.boxed() })
+pub(crate) fn barrier(value: Arc<Value>, region: Region, event: Event) -> Arc<Task> {
+    let completion = Completion { event: Some(event), ..Default::default() }.boxed();
+    Task::new(None, Work { job: Job::Barrier(value, region), completion })
 }
 
 thread_local! {
@@ -158,7 +160,7 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     };
     let Work { mut job, completion } = work;
     let result = match &mut job {
-        Job::Barrier(v) => settled_state(v, "tensor_wait"),
+        Job::Barrier(v, region) => settled_state(v, region, "tensor_wait"),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))

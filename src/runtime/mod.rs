@@ -33,6 +33,7 @@ use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result, Status};
+use crate::region::Region;
 use crate::value::Value;
 
 pub use cq::{CompletionEntry, CompletionQueue};
@@ -443,7 +444,7 @@ pub(crate) fn block_until(done: impl Fn() -> bool, park: impl Fn(Duration), time
 }
 
 /// Wait for everything enrolled on `value` so far; see [`crate::Tensor::wait`].
-pub(crate) fn wait_value(value: &Arc<Value>, timeout: Option<Duration>) -> Result<()> {
+pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Duration>) -> Result<()> {
     const ORIGIN: &str = "tensor_wait";
     if exec::current_task_holds(value) {
         return Err(Error::new(
@@ -455,11 +456,11 @@ pub(crate) fn wait_value(value: &Arc<Value>, timeout: Option<Duration>) -> Resul
     let mut s = value.state.lock();
     if s.queue.is_idle() {
         drop(s);
-        return crate::value::settled_state(value, ORIGIN);
+        return crate::value::settled_state(value, region, ORIGIN);
     }
     let event = Event::new();
-    let task = exec::barrier(value.clone(), event.clone());
-    s.queue.enroll_barrier(&task);
+    let task = exec::barrier(value.clone(), region.clone(), event.clone());
+    s.queue.enroll_barrier(&task, region);
     drop(s);
     event.bind(&task);
     if task.release_guard() {
