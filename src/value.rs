@@ -218,8 +218,9 @@ impl Tensor {
     }
 
     /// The elements of the root this handle touches.
-    pub(crate) fn region(&self) -> Region {
-        self.view().map_or(Region::Full, |v| v.region.clone())
+    pub(crate) fn region(&self) -> &Region {
+        static FULL: Region = Region::Full;
+        self.view().map_or(&FULL, |v| &v.region)
     }
 
     /// An unconstructed tensor: dtype and domain known, no shape yet. An
@@ -367,7 +368,7 @@ impl Tensor {
     /// error. `None` waits forever. From inside a task, waiting on a tensor the
     /// task itself accesses fails with `WouldDeadlock`.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        runtime::wait_value(self.root(), &self.region(), timeout)
+        runtime::wait_value(self.root(), self.region(), timeout)
     }
 
     /// Derive a new view from this handle seen as a view.

@@ -123,7 +123,7 @@ impl Operation {
     /// that is read fails the operation with that same error.
     pub(crate) fn execute(&mut self) -> Result<()> {
         for a in self.accesses.iter().filter(|a| a.mode.reads()) {
-            if let Some(e) = a.value().poison_in(&a.tensor.region()) {
+            if let Some(e) = a.value().poison_in(a.tensor.region()) {
                 return Err(e);
             }
         }
@@ -142,10 +142,10 @@ impl Operation {
     pub(crate) fn commit(&self, result: &Result<()>) {
         for a in self.accesses.iter().filter(|a| a.mode.writes()) {
             match result {
-                Err(e) => a.value().add_poison(a.tensor.region(), a.pos, e.clone()),
+                Err(e) => a.value().add_poison(a.tensor.region().clone(), a.pos, e.clone()),
                 // An overwrite cleans the region it wrote; an update succeeded
                 // only on a clean region, which stays clean.
-                Ok(()) if a.mode == Mode::Write => a.value().clean(&a.tensor.region()),
+                Ok(()) if a.mode == Mode::Write => a.value().clean(a.tensor.region()),
                 Ok(()) => {}
             }
         }

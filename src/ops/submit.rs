@@ -112,7 +112,7 @@ pub(crate) fn submit(
         for (x, &i) in order.iter().enumerate() {
             for &j in order[x + 1..].iter().take_while(|&&j| operands[j].0.same_value(operands[i].0)) {
                 let ((a, ma), (b, mb)) = (operands[i], operands[j]);
-                if (ma.writes() || mb.writes()) && a.region().may_overlap(&b.region()) {
+                if (ma.writes() || mb.writes()) && a.region().may_overlap(b.region()) {
                     return Err(Error::new(
                         Status::Alias,
                         origin,
@@ -187,7 +187,7 @@ pub(crate) fn submit(
     let mut trace = opts.trace;
     for &i in &order {
         let (t, m) = operands[i];
-        let pos = locked.guards[locked.slot[i]].queue.enroll(&task, m, &t.region());
+        let pos = locked.guards[locked.slot[i]].queue.enroll(&task, m, t.region());
         work.accesses_mut()[i].pos = pos;
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((t.value_id(), pos));

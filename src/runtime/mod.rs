@@ -9,11 +9,11 @@
 //! Ready tasks do not each become a rayon job (a rayon spawn from outside the
 //! pool costs more than a whole small task should). They go to this runtime's
 //! own injector queue, and a few long-lived rayon jobs, the *drainers*, pop and
-//! run them. A drainer that finds the queue empty spins briefly (helping with
-//! other rayon work, such as the pieces of a parallel kernel), then exits; a
-//! submission starts a drainer only when fewer are active than there is queued
-//! work, up to one per worker. In a steady stream of submissions no thread is
-//! woken per task.
+//! run them. A drainer that finds the queue empty spins briefly, then exits
+//! (its worker then takes rayon work, such as the pieces of a parallel
+//! kernel); a submission starts a drainer only when more tasks are queued
+//! than drainers are idle, up to one per worker. In a steady stream of
+//! submissions no thread is woken per task.
 //!
 //! A blocking wait on a worker thread helps run queued tasks and rayon work
 //! instead of blocking the pool.
@@ -150,19 +150,17 @@ impl RuntimeInner {
     }
 
     /// Queue a ready task for this runtime's workers. A new drainer starts
-    /// only if none is idle (an idle one takes the task) and fewer than one per
-    /// worker run: a submitting thread that keeps one drainer busy does not
-    /// wake the others to compete with it for the cores.
+    /// when more tasks are queued than drainers are idle (an idle drainer
+    /// takes one task), up to one drainer per worker. A drainer stops counting
+    /// itself idle before it takes a task, so two tasks pushed back to back
+    /// never both count on the same idle drainer.
     pub(crate) fn push(&self, task: Arc<Task>) {
         self.ready.push(task);
-        // Pairs with the fence in `drain`: either a drainer that is leaving
+        // Pairs with the fences in `drain`: either a drainer that is leaving
         // sees this task, or we see that it left and start another.
         fence(Ordering::SeqCst);
-        if self.idle_drainers.load(Ordering::SeqCst) > 0 {
-            return;
-        }
         let active = self.drainers.load(Ordering::SeqCst);
-        if active < self.threads {
+        if active == 0 || (active < self.threads && self.ready.len() > self.idle_drainers.load(Ordering::SeqCst)) {
             self.start_drainer(active);
         }
     }
@@ -177,53 +175,57 @@ impl RuntimeInner {
 
     /// Run queued tasks until the queue stays empty for a while.
     fn drain(self: Arc<Self>) {
-        let mut idle_since: Option<Instant> = None;
+        // A drainer starts idle, and counts itself idle exactly while it looks
+        // for work; it stops counting before it takes a task (see `push`).
+        self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+        let mut idle = true;
+        let mut idle_since = Instant::now();
         let mut spins = 0u32;
         loop {
-            match self.ready.steal() {
-                Steal::Success(t) => {
-                    if idle_since.take().is_some() {
-                        self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    spins = 0;
-                    exec::run(t);
+            if !self.ready.is_empty() {
+                if idle {
+                    self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                    idle = false;
                 }
-                Steal::Retry => {}
-                Steal::Empty => {
-                    if idle_since.is_none() {
-                        self.idle_drainers.fetch_add(1, Ordering::SeqCst);
-                        idle_since = Some(Instant::now());
-                    }
-                    spins = spins.wrapping_add(1);
-                    if spins % 16 != 0 {
-                        std::hint::spin_loop();
-                        continue;
-                    }
-                    // Pieces of parallel kernels are rayon jobs: help with them.
-                    if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
-                        idle_since = Some(Instant::now());
-                        continue;
-                    }
-                    if idle_since.is_some_and(|t| t.elapsed() >= DRAIN_SPIN) {
-                        self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
-                        self.drainers.fetch_sub(1, Ordering::SeqCst);
-                        fence(Ordering::SeqCst);
-                        if self.ready.is_empty() {
-                            return;
-                        }
-                        // A task arrived as we left: take the slot back if free.
-                        let active = self.drainers.load(Ordering::SeqCst);
-                        if active >= self.threads
-                            || self.drainers.compare_exchange(active, active + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
-                        {
-                            return;
-                        }
-                        idle_since = None;
-                        continue;
-                    }
-                    std::thread::yield_now();
+                if let Steal::Success(t) = self.ready.steal() {
+                    exec::run(t);
+                    spins = 0;
+                    continue;
                 }
             }
+            if !idle {
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                idle = true;
+                idle_since = Instant::now();
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 16 != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            // (No rayon::yield_now here: it could start another drainer
+            // nested on this thread, which would then hold this one, counted
+            // idle, under it. Pieces of parallel kernels are taken by workers
+            // that are not draining, and by this one once it exits.)
+            if idle_since.elapsed() >= DRAIN_SPIN {
+                self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                self.drainers.fetch_sub(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if self.ready.is_empty() {
+                    return;
+                }
+                // A task arrived as we left: take the slot back if free.
+                let active = self.drainers.load(Ordering::SeqCst);
+                if active >= self.threads
+                    || self.drainers.compare_exchange(active, active + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
+                {
+                    return;
+                }
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                idle_since = Instant::now();
+                continue;
+            }
+            std::thread::yield_now();
         }
     }
 
