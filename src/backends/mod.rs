@@ -1,5 +1,7 @@
 //! Backends: leaf kernels behind the [`crate::dispatch::Backend`] trait.
 
+pub(crate) mod blas;
+pub(crate) mod dense;
 pub(crate) mod native;
 
 use crate::dispatch::Backend;
