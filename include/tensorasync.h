@@ -42,6 +42,11 @@
 #define TA_VERSION_PATCH 0
 
 /**
+ * A block array: one allocation cut into blocks, each with its own epoch queue.
+ */
+typedef struct ta_blocks ta_blocks;
+
+/**
  * A completion queue with a pollable file descriptor.
  */
 typedef struct ta_cq ta_cq;
@@ -77,6 +82,21 @@ typedef struct ta_tensor ta_tensor;
 typedef uint32_t ta_status;
 
 /**
+ * Element type of a tensor.
+ */
+typedef uint32_t ta_dtype;
+
+/**
+ * Where a tensor lives: `TA_DOMAIN_HOST`, or N >= 0 for CUDA device N.
+ */
+typedef int32_t ta_domain;
+
+/**
+ * Element order of dense layouts.
+ */
+typedef uint32_t ta_order;
+
+/**
  * Called once with the final status of an operation, on a worker thread,
  * never while the library holds a lock.
  */
@@ -93,19 +113,9 @@ typedef struct ta_completion {
 } ta_completion;
 
 /**
- * Element type of a tensor.
- */
-typedef uint32_t ta_dtype;
-
-/**
  * How an operation uses an operand.
  */
 typedef uint32_t ta_mode;
-
-/**
- * Where a tensor lives: `TA_DOMAIN_HOST`, or N >= 0 for CUDA device N.
- */
-typedef int32_t ta_domain;
 
 /**
  * A resolved view, passed to user kernels; valid only during the call.
@@ -200,14 +210,24 @@ typedef struct ta_scalar {
 } ta_scalar;
 
 /**
+ * Which triangle of a matrix an operation uses.
+ */
+typedef uint32_t ta_uplo;
+
+/**
+ * Which side a triangular matrix multiplies from.
+ */
+typedef uint32_t ta_side;
+
+/**
+ * Whether a triangular matrix has a unit diagonal.
+ */
+typedef uint32_t ta_diag;
+
+/**
  * What `ta_runtime_shutdown` does with work that has not started.
  */
 typedef uint32_t ta_shutdown;
-
-/**
- * Element order of dense layouts.
- */
-typedef uint32_t ta_order;
 
 /**
  * Called exactly once, after the last access, to give wrapped memory back.
@@ -500,9 +520,138 @@ typedef uint32_t ta_backend;
  */
 #define TA_BACKEND_CUDA 3
 
+/**
+ * The lower triangle.
+ */
+#define TA_UPLO_LOWER 0
+
+/**
+ * The upper triangle.
+ */
+#define TA_UPLO_UPPER 1
+
+/**
+ * `op(A)·X = alpha·B`.
+ */
+#define TA_SIDE_LEFT 0
+
+/**
+ * `X·op(A) = alpha·B`.
+ */
+#define TA_SIDE_RIGHT 1
+
+/**
+ * Use the stored diagonal.
+ */
+#define TA_DIAG_NON_UNIT 0
+
+/**
+ * Treat the diagonal as ones (it is not read).
+ */
+#define TA_DIAG_UNIT 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Create a tiled block array: `rank` extents cut in tiles of `tile_extents`
+ * (the last tile on an axis may be ragged), stored as one dense zero-filled
+ * allocation in `order`, with one epoch queue per tile. Tile extents of
+ * another rank give `TA_STATUS_SHAPE_MISMATCH`.
+ */
+ta_status ta_blocks_new_tiled(ta_dtype dtype,
+                              ta_domain domain,
+                              size_t rank,
+                              const size_t *extents,
+                              const size_t *tile_extents,
+                              ta_order order,
+                              struct ta_blocks **blocks_out,
+                              struct ta_error **error);
+
+/**
+ * Create a list of `nblocks` blocks of arbitrary shapes (block-sparse
+ * storage) in one zero-filled allocation: block `k` has rank `ranks[k]` and
+ * its extents are the next `ranks[k]` entries of `extents` (all blocks'
+ * extents, one after another). Each block is dense in `order`; the blocks
+ * follow one another in memory.
+ */
+ta_status ta_blocks_new_list(ta_dtype dtype,
+                             ta_domain domain,
+                             size_t nblocks,
+                             const size_t *ranks,
+                             const size_t *extents,
+                             ta_order order,
+                             struct ta_blocks **blocks_out,
+                             struct ta_error **error);
+
+/**
+ * The number of blocks.
+ */
+ta_status ta_blocks_count(const struct ta_blocks *blocks, size_t *count_out);
+
+/**
+ * The number of tiles per axis of a tiled array, into `grid_out` (`cap`
+ * entries); `TA_STATUS_INVALID_ARGUMENT` for a list of blocks.
+ */
+ta_status ta_blocks_grid(const struct ta_blocks *blocks, size_t *grid_out, size_t cap);
+
+/**
+ * A tensor handle for block `index` (row-major over the grid for a tiled
+ * array), ordered on the block's own epoch queue. It keeps the allocation
+ * alive after the array handle is freed, and works in every operation and
+ * kernel. `TA_STATUS_OUT_OF_RANGE` for an index past the last block.
+ */
+ta_status ta_blocks_block(const struct ta_blocks *blocks,
+                          size_t index,
+                          struct ta_tensor **block_out,
+                          struct ta_error **error);
+
+/**
+ * A tensor handle for the tile at a multi-index of a tiled array.
+ */
+ta_status ta_blocks_tile(const struct ta_blocks *blocks,
+                         size_t rank,
+                         const size_t *tile_index,
+                         struct ta_tensor **block_out,
+                         struct ta_error **error);
+
+/**
+ * One view over the tiles `lo[k]..hi[k]` on each axis of a tiled array: a
+ * strided sub-array that enrolls in every covered tile's queue as one
+ * composite hazard set (its reads wait for each tile's writers; its writes
+ * are exclusive over all of them).
+ */
+ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
+                             size_t rank,
+                             const size_t *lo,
+                             const size_t *hi,
+                             struct ta_tensor **view_out,
+                             struct ta_error **error);
+
+/**
+ * One view over list blocks `first..=last`, which must be adjacent and stack
+ * into one dense array (equal extents but for the slowest axis):
+ * `TA_STATUS_NOT_CONTIGUOUS` otherwise.
+ */
+ta_status ta_blocks_coalesce_range(const struct ta_blocks *blocks,
+                                   size_t first,
+                                   size_t last,
+                                   struct ta_tensor **view_out,
+                                   struct ta_error **error);
+
+/**
+ * The whole array as one view over every block.
+ */
+ta_status ta_blocks_all(const struct ta_blocks *blocks,
+                        struct ta_tensor **view_out,
+                        struct ta_error **error);
+
+/**
+ * Free a block array handle. Block and view handles made from it stay valid
+ * and keep the allocation alive. NULL is a no-op.
+ */
+ta_status ta_blocks_free(struct ta_blocks *blocks);
 
 /**
  * The name of a status (for example `"TA_STATUS_STALE_HANDLE"`), as a static
@@ -675,6 +824,205 @@ ta_status ta_kernel_parallel_for(struct ta_kernel_ctx *ctx,
                                  size_t grain,
                                  ta_range_fn range,
                                  void *userdata);
+
+/**
+ * `C = alpha·A·B + beta·C` for f32, f64, complex64 and complex128. `C` must
+ * exist with the product's shape (`TA_STATUS_SHAPE_MISMATCH`, known at
+ * submission). Transposed and conj views of `A` and `B` are used without
+ * copies. `alpha`/`beta` are immediate; see `ta_gemm_t` for 0-d tensors.
+ */
+ta_status ta_gemm(const struct ta_tensor *c,
+                  struct ta_scalar alpha,
+                  const struct ta_tensor *a,
+                  const struct ta_tensor *b,
+                  struct ta_scalar beta,
+                  const struct ta_submit *opts,
+                  struct ta_event **event_out,
+                  struct ta_error **error);
+
+/**
+ * `ta_gemm` with `alpha` and `beta` read from 0-d tensors of the operation's
+ * dtype when the operation runs (asynchronous scalars, ordered like any operand).
+ */
+ta_status ta_gemm_t(const struct ta_tensor *c,
+                    const struct ta_tensor *alpha,
+                    const struct ta_tensor *a,
+                    const struct ta_tensor *b,
+                    const struct ta_tensor *beta,
+                    const struct ta_submit *opts,
+                    struct ta_event **event_out,
+                    struct ta_error **error);
+
+/**
+ * `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense
+ * row-major, the product's shape), a whole `C` of another shape gets new
+ * storage (refused while it has views), and a `C` of the right shape is
+ * written in place.
+ */
+ta_status ta_assign_product(const struct ta_tensor *c,
+                            struct ta_scalar alpha,
+                            const struct ta_tensor *a,
+                            const struct ta_tensor *b,
+                            const struct ta_submit *opts,
+                            struct ta_event **event_out,
+                            struct ta_error **error);
+
+/**
+ * `ta_assign_product` with `alpha` read from a 0-d tensor when the operation runs.
+ */
+ta_status ta_assign_product_t(const struct ta_tensor *c,
+                              const struct ta_tensor *alpha,
+                              const struct ta_tensor *a,
+                              const struct ta_tensor *b,
+                              const struct ta_submit *opts,
+                              struct ta_event **event_out,
+                              struct ta_error **error);
+
+/**
+ * `C = alpha·A·B + C`: `C` must exist with the product's shape.
+ */
+ta_status ta_add_product(const struct ta_tensor *c,
+                         struct ta_scalar alpha,
+                         const struct ta_tensor *a,
+                         const struct ta_tensor *b,
+                         const struct ta_submit *opts,
+                         struct ta_event **event_out,
+                         struct ta_error **error);
+
+/**
+ * `ta_add_product` with `alpha` read from a 0-d tensor when the operation runs.
+ */
+ta_status ta_add_product_t(const struct ta_tensor *c,
+                           const struct ta_tensor *alpha,
+                           const struct ta_tensor *a,
+                           const struct ta_tensor *b,
+                           const struct ta_submit *opts,
+                           struct ta_event **event_out,
+                           struct ta_error **error);
+
+/**
+ * Tensor contraction (tensordot): axes `a_axes[k]` of `A` and `b_axes[k]` of
+ * `B` (k < `naxes`) are summed over in pairs; `C`'s axes are `A`'s remaining
+ * axes then `B`'s, each in order. With `beta` NULL, an overwrite that
+ * constructs or reshapes `C` as `ta_assign_product` does; otherwise
+ * `C = alpha·(A·B) + beta·C` with `C` of the right shape.
+ */
+ta_status ta_contract(const struct ta_tensor *c,
+                      struct ta_scalar alpha,
+                      const struct ta_tensor *a,
+                      const struct ta_tensor *b,
+                      size_t naxes,
+                      const size_t *a_axes,
+                      const size_t *b_axes,
+                      const struct ta_scalar *beta,
+                      const struct ta_submit *opts,
+                      struct ta_event **event_out,
+                      struct ta_error **error);
+
+/**
+ * `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
+ * `src`), materialised; an unconstructed `dst` is constructed. (For a view
+ * without copying, see `ta_tensor_permute`.)
+ */
+ta_status ta_permute(const struct ta_tensor *dst,
+                     const struct ta_tensor *src,
+                     size_t rank,
+                     const size_t *perm,
+                     const struct ta_submit *opts,
+                     struct ta_event **event_out,
+                     struct ta_error **error);
+
+/**
+ * `dst = conj(src)`, materialised (a copy for real dtypes); an unconstructed
+ * `dst` is constructed. (For a lazy view, see `ta_tensor_conj`.)
+ */
+ta_status ta_conj(const struct ta_tensor *dst,
+                  const struct ta_tensor *src,
+                  const struct ta_submit *opts,
+                  struct ta_event **event_out,
+                  struct ta_error **error);
+
+/**
+ * The sum of `x` over `axes` (`naxes` of them) into `out`, a tensor of the
+ * remaining axes; `axes` NULL sums every element into a 0-d `out`. An
+ * unconstructed `out` is constructed.
+ */
+ta_status ta_sum(const struct ta_tensor *out,
+                 const struct ta_tensor *x,
+                 size_t naxes,
+                 const size_t *axes,
+                 const struct ta_submit *opts,
+                 struct ta_event **event_out,
+                 struct ta_error **error);
+
+/**
+ * The dot product into a 0-d `out`: `sum(conj(x)·y)` when `conjugate` is
+ * non-zero, else `sum(x·y)`. `x` and `y` have equal extents.
+ */
+ta_status ta_dot(const struct ta_tensor *out,
+                 const struct ta_tensor *x,
+                 const struct ta_tensor *y,
+                 int32_t conjugate,
+                 const struct ta_submit *opts,
+                 struct ta_event **event_out,
+                 struct ta_error **error);
+
+/**
+ * The Euclidean norm of every element of `x` into a 0-d `out` of the real
+ * dtype (f32 for complex64, f64 for complex128).
+ */
+ta_status ta_norm2(const struct ta_tensor *out,
+                   const struct ta_tensor *x,
+                   const struct ta_submit *opts,
+                   struct ta_event **event_out,
+                   struct ta_error **error);
+
+/**
+ * In-place Cholesky factorisation of a square matrix: with
+ * `TA_UPLO_LOWER`, `A = L·L^H` and `L` overwrites the lower triangle (the
+ * strict upper triangle is untouched). A matrix that is not positive
+ * definite fails the operation and poisons `A`.
+ */
+ta_status ta_potrf(const struct ta_tensor *a,
+                   ta_uplo uplo,
+                   const struct ta_submit *opts,
+                   struct ta_event **event_out,
+                   struct ta_error **error);
+
+/**
+ * Triangular solve: `A·X = alpha·B` (`TA_SIDE_LEFT`) or `X·A = alpha·B`
+ * (`TA_SIDE_RIGHT`), `X` overwriting `B`. `uplo` and `diag` describe `A` as
+ * given: a transposed view of a lower `L` is `TA_UPLO_UPPER`.
+ */
+ta_status ta_trsm(const struct ta_tensor *b,
+                  ta_side side,
+                  ta_uplo uplo,
+                  ta_diag diag,
+                  struct ta_scalar alpha,
+                  const struct ta_tensor *a,
+                  const struct ta_submit *opts,
+                  struct ta_event **event_out,
+                  struct ta_error **error);
+
+/**
+ * Symmetric (Hermitian for complex) rank-k update of one triangle of a
+ * square `C`: `C = alpha·A·A^H + beta·C` (real `alpha` and `beta` for complex).
+ */
+ta_status ta_syrk(const struct ta_tensor *c,
+                  ta_uplo uplo,
+                  struct ta_scalar alpha,
+                  const struct ta_tensor *a,
+                  struct ta_scalar beta,
+                  const struct ta_submit *opts,
+                  struct ta_event **event_out,
+                  struct ta_error **error);
+
+/**
+ * Describe the system BLAS found at run time (library and configuration)
+ * into `buf` as `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none
+ * was found (the BLAS backend then declines everything).
+ */
+ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
 
 /**
  * Set every element of `tensor` to `value` (an overwrite: a poisoned tensor

@@ -26,6 +26,16 @@ pub enum OpTag {
     Copy,
     CopyIn,
     CopyOut,
+    Gemm,
+    Contract,
+    Permute,
+    Conj,
+    Sum,
+    Dot,
+    Norm2,
+    Potrf,
+    Trsm,
+    Syrk,
 }
 
 /// Backend families a caller can allow or forbid.
@@ -73,7 +83,6 @@ pub(crate) enum Outcome {
     /// It ran (successfully or not).
     Done(Result<()>),
     /// It did not touch anything and gives this reason.
-    #[allow(dead_code)] // the native backend accepts everything; others decline
     Declined(String),
 }
 
@@ -99,9 +108,55 @@ pub(crate) struct HostBuffer {
 // valid and untouched until the operation's completion is reported.
 unsafe impl Send for HostBuffer {}
 
+/// A scalar argument: immediate, or read from the 0-d tensor operand at this index.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum ScalarSlot {
+    Imm(Scalar),
+    View(usize),
+}
+
+impl ScalarSlot {
+    /// The value, reading a tensor operand from the resolved views.
+    pub(crate) fn get(self, views: &[ResolvedView<'_>]) -> Scalar {
+        match self {
+            ScalarSlot::Imm(s) => s,
+            ScalarSlot::View(i) => {
+                let v = &views[i];
+                // SAFETY: a scalar operand is a 0-d tensor (checked at
+                // submission) of the operation's float dtype, read under its access.
+                unsafe {
+                    match v.dtype {
+                        DType::F32 => Scalar::real(*(v.ptr as *const f32) as f64),
+                        DType::F64 => Scalar::real(*(v.ptr as *const f64)),
+                        DType::C64 => {
+                            let z = *(v.ptr as *const num_complex::Complex32);
+                            Scalar::complex(z.re as f64, z.im as f64)
+                        }
+                        DType::C128 => {
+                            let z = *(v.ptr as *const num_complex::Complex64);
+                            Scalar::complex(z.re, z.im)
+                        }
+                        _ => Scalar::real(f64::NAN),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Arguments of a contraction.
+pub(crate) struct ContractArgs {
+    pub(crate) alpha: ScalarSlot,
+    pub(crate) beta: Option<ScalarSlot>,
+    pub(crate) a_axes: Box<[usize]>,
+    pub(crate) b_axes: Box<[usize]>,
+}
+
 /// A dispatched operation with its immediate arguments. Views are passed in
 /// operand order: fill/scale `[x]`, axpy `[y, x]`, copy `[dst, src]`, copy-in
-/// `[dst]`, copy-out `[src]`.
+/// `[dst]`, copy-out `[src]`, gemm and contract `[c, a, b, scalars...]`,
+/// permute and conj `[dst, src]`, reductions `[out, x, (y)]`, potrf `[a]`,
+/// trsm `[b, a]`, syrk `[c, a]`.
 pub(crate) enum NativeOp {
     Fill(Scalar),
     Scale(Scalar),
@@ -109,6 +164,16 @@ pub(crate) enum NativeOp {
     Copy,
     CopyIn(Box<HostBuffer>),
     CopyOut(Box<HostBuffer>),
+    Gemm { alpha: ScalarSlot, beta: Option<ScalarSlot> },
+    Contract(Box<ContractArgs>),
+    Permute(Box<[usize]>),
+    ConjCopy,
+    Sum(Option<Box<[usize]>>),
+    Dot { conjugate: bool },
+    Norm2,
+    Potrf { lower: bool },
+    Trsm { left: bool, lower: bool, unit_diag: bool, alpha: Scalar },
+    Syrk { lower: bool, alpha: Scalar, beta: Option<Scalar> },
 }
 
 impl NativeOp {
@@ -120,6 +185,16 @@ impl NativeOp {
             NativeOp::Copy => OpTag::Copy,
             NativeOp::CopyIn(_) => OpTag::CopyIn,
             NativeOp::CopyOut(_) => OpTag::CopyOut,
+            NativeOp::Gemm { .. } => OpTag::Gemm,
+            NativeOp::Contract(_) => OpTag::Contract,
+            NativeOp::Permute(_) => OpTag::Permute,
+            NativeOp::ConjCopy => OpTag::Conj,
+            NativeOp::Sum(_) => OpTag::Sum,
+            NativeOp::Dot { .. } => OpTag::Dot,
+            NativeOp::Norm2 => OpTag::Norm2,
+            NativeOp::Potrf { .. } => OpTag::Potrf,
+            NativeOp::Trsm { .. } => OpTag::Trsm,
+            NativeOp::Syrk { .. } => OpTag::Syrk,
         }
     }
 }
@@ -166,9 +241,14 @@ pub(crate) fn select(
 
 /// Offer `op` to each candidate in order; the first that accepts runs.
 pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName) -> Result<()> {
+    walk_list(registry(c.domain), c.set, op, views, origin)
+}
+
+/// [`walk`] over an explicit backend list (`set` selects entries by index).
+fn walk_list(list: &[&dyn Backend], set: u32, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName) -> Result<()> {
     let mut reasons = String::new();
-    for (i, b) in registry(c.domain).iter().enumerate() {
-        if c.set & (1 << i) == 0 {
+    for (i, b) in list.iter().enumerate() {
+        if set & (1 << i) == 0 {
             continue;
         }
         match b.run(op, views) {
@@ -183,4 +263,62 @@ pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], ori
         origin.to_origin(),
         format!("every backend declined {:?}: {reasons}", op.tag()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::OpName;
+
+    /// A backend that declines, or accepts and records that it ran.
+    struct Fake {
+        name: &'static str,
+        decline: bool,
+        ran: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Backend for Fake {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Native
+        }
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn offers(&self, _: OpTag, _: DType, _: Domain) -> bool {
+            true
+        }
+        fn run(&self, _: &NativeOp, _: &[ResolvedView<'_>]) -> Outcome {
+            if self.decline {
+                return Outcome::Declined(format!("{} does not like this layout", self.name));
+            }
+            self.ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Outcome::Done(Ok(()))
+        }
+    }
+
+    fn fake(name: &'static str, decline: bool) -> Fake {
+        Fake { name, decline, ran: Default::default() }
+    }
+
+    #[test]
+    fn a_decline_falls_through_and_all_declines_name_every_backend() {
+        let (a, b, c) = (fake("first", true), fake("second", false), fake("third", false));
+        let list: [&dyn Backend; 3] = [&a, &b, &c];
+        let name = OpName::Static("gemm");
+        walk_list(&list, 0b111, &NativeOp::Copy, &[], &name).unwrap();
+        assert_eq!(b.ran.load(std::sync::atomic::Ordering::SeqCst), 1, "the second backend ran");
+        assert_eq!(c.ran.load(std::sync::atomic::Ordering::SeqCst), 0, "the walk stopped at the first acceptance");
+        // Skipping the accepting backends leaves only decliners.
+        let (d, e) = (fake("blas", true), fake("cuda", true));
+        let list: [&dyn Backend; 3] = [&a, &d, &e];
+        let err = walk_list(&list, 0b111, &NativeOp::Copy, &[], &name).unwrap_err();
+        assert_eq!(err.status(), Status::NoBackend);
+        assert_eq!(err.origin(), "gemm");
+        for n in ["first", "blas", "cuda"] {
+            assert!(err.message().contains(&format!("{n}: {n} does not like")), "{}", err.message());
+        }
+        // The set restricts which entries are offered the operation.
+        let err = walk_list(&[&a, &b], 0b01, &NativeOp::Copy, &[], &name).unwrap_err();
+        assert!(!err.message().contains("second"));
+    }
 }

@@ -26,6 +26,7 @@
 compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit values)");
 
 pub mod backends;
+pub mod blocks;
 pub mod dispatch;
 pub mod domain;
 pub mod dtype;
@@ -48,6 +49,7 @@ pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
+pub use blocks::BlockArray;
 pub use value::Tensor;
 pub use view::SliceSpec;
 

@@ -70,22 +70,40 @@ struct Entry {
 /// The ordering state of one value (or one block, or one hazard record).
 #[derive(Default)]
 pub(crate) struct EpochQueue {
-    /// Unfinished-or-recent accesses not covered by a later writer. A thin
-    /// vector keeps an idle value's queue one word.
+    /// Unfinished-or-recent accesses not covered by a later writer, writers
+    /// first: a reader only waits for writers, so it scans the leading
+    /// writers and stops at the first reader, and a value read by thousands of
+    /// pending operations (a shared matrix) costs each new reader nothing
+    /// extra. A thin vector keeps an idle value's queue one word.
     frontier: ThinVec<Entry>,
-    /// Number of accesses ever enrolled; the position of the latest one.
+    /// The stamp of the latest enrolled operation (see [`EpochQueue::enroll`]).
     seq: u64,
 }
 
 impl EpochQueue {
-    /// Enroll `task` for an access in `mode` to `region`; returns the
-    /// access's position.
-    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region) -> u64 {
+    /// The stamp after everything enrolled so far.
+    pub(crate) fn next_stamp(&self) -> u64 {
+        self.seq + 1
+    }
+
+    /// Enroll `task` for an access in `mode` to `region`, with the operation's
+    /// `stamp` (at least [`EpochQueue::next_stamp`] of every queue the
+    /// operation enrolls on, so stamps of conflicting operations follow their
+    /// order on every queue they share).
+    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region, stamp: u64) {
         let writes = mode.writes();
         let whole = matches!(region, Region::Full);
-        for e in &self.frontier {
-            if (writes || e.writes) && (whole || e.region.may_overlap(region)) {
-                task.depend_on(&e.task);
+        if writes {
+            for e in &self.frontier {
+                if whole || e.region.may_overlap(region) {
+                    task.depend_on(&e.task);
+                }
+            }
+        } else {
+            for e in self.frontier.iter().take_while(|e| e.writes) {
+                if whole || e.region.may_overlap(region) {
+                    task.depend_on(&e.task);
+                }
             }
         }
         if writes {
@@ -101,8 +119,8 @@ impl EpochQueue {
             }
         }
         self.push(Entry { task: task.clone(), writes, region: region.clone() });
-        self.seq += 1;
-        self.seq
+        debug_assert!(stamp > self.seq || stamp == self.seq, "stamps never go back");
+        self.seq = stamp;
     }
 
     /// Enroll a barrier: it waits for every unfinished access to `region`
@@ -123,12 +141,18 @@ impl EpochQueue {
         self.frontier.iter().all(|e| e.task.is_done())
     }
 
+    /// Add an entry, keeping writers before readers.
     fn push(&mut self, entry: Entry) {
         // Drop finished entries before the vector grows, so a long run of
         // accesses that finish promptly keeps the frontier small.
         if self.frontier.len() == self.frontier.capacity() && self.frontier.len() >= 8 {
             self.frontier.retain(|e| !e.task.is_done());
         }
-        self.frontier.push(entry);
+        if entry.writes {
+            let at = self.frontier.iter().take_while(|e| e.writes).count();
+            self.frontier.insert(at, entry);
+        } else {
+            self.frontier.push(entry);
+        }
     }
 }

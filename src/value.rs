@@ -30,7 +30,10 @@ use crate::runtime;
 use crate::region::Region;
 use crate::storage::{ReleaseFn, Storage};
 use thin_vec::ThinVec;
+use crate::blocks::Coalesced;
 use crate::view::{SliceSpec, View};
+
+static FULL_REGION: Region = Region::Full;
 use smallvec::SmallVec;
 
 /// What a constructed value holds: backing storage and the layout of its
@@ -112,17 +115,32 @@ pub(crate) struct Value {
     pub(crate) domain: Domain,
     /// Rejects every write at submission (const user memory, self-overlapping strides).
     pub(crate) read_only: bool,
+    /// The contents can never be replaced (a block of a block array: its
+    /// storage is part of a shared allocation).
+    pub(crate) fixed: bool,
 }
 
 impl Value {
+    /// A block of a block array: contents fixed for its lifetime.
+    pub(crate) fn new_fixed(dtype: DType, domain: Domain, contents: Arc<Contents>) -> Arc<Value> {
+        let mut v = Value::build(dtype, domain, Some(contents), false);
+        v.fixed = true;
+        Arc::new(v)
+    }
+
     fn new(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Arc<Value> {
-        Arc::new(Value {
+        Arc::new(Value::build(dtype, domain, contents, read_only))
+    }
+
+    fn build(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Value {
+        Value {
+            fixed: false,
             state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() }),
             poisoned: AtomicBool::new(false),
             dtype,
             domain,
             read_only,
-        })
+        }
     }
 
     /// The error an access to `region` fails with, if any. Called by a task
@@ -179,6 +197,25 @@ pub struct Tensor(pub(crate) Repr);
 pub(crate) enum Repr {
     Value(Arc<Value>),
     View(Arc<View>),
+    /// Several blocks of a block array as one view (several hazard records).
+    Coalesced(Arc<Coalesced>),
+}
+
+/// The hazard records a handle orders on, each with the region it touches:
+/// one for a value or a view, one per covered block for a coalesced view.
+pub(crate) enum Hazards<'a> {
+    One(Option<(&'a Arc<Value>, &'a Region)>),
+    Many(std::slice::Iter<'a, Arc<Value>>),
+}
+
+impl<'a> Iterator for Hazards<'a> {
+    type Item = (&'a Arc<Value>, &'a Region);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Hazards::One(x) => x.take(),
+            Hazards::Many(it) => it.next().map(|v| (v, &FULL_REGION)),
+        }
+    }
 }
 
 fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
@@ -197,30 +234,52 @@ impl Tensor {
         Tensor(Repr::Value(v))
     }
 
+    /// A handle to an existing value (a block of a block array).
+    pub(crate) fn of_value(v: Arc<Value>) -> Tensor {
+        Tensor(Repr::Value(v))
+    }
+
     fn of_view(v: View) -> Tensor {
         Tensor(Repr::View(Arc::new(v)))
     }
 
-    /// The value (hazard record) this handle orders on: itself, or a view's root.
+    pub(crate) fn of_coalesced(c: Coalesced) -> Tensor {
+        Tensor(Repr::Coalesced(Arc::new(c)))
+    }
+
+    /// The value (hazard record) this handle orders on: itself, a view's
+    /// root, or a coalesced view's first block.
     pub(crate) fn root(&self) -> &Arc<Value> {
         match &self.0 {
             Repr::Value(v) => v,
             Repr::View(v) => &v.root,
+            Repr::Coalesced(c) => &c.members[0],
+        }
+    }
+
+    /// Every hazard record this handle orders on, with its region.
+    pub(crate) fn hazards(&self) -> Hazards<'_> {
+        match &self.0 {
+            Repr::Value(v) => Hazards::One(Some((v, &FULL_REGION))),
+            Repr::View(v) => Hazards::One(Some((&v.root, &v.region))),
+            Repr::Coalesced(c) => Hazards::Many(c.members.iter()),
+        }
+    }
+
+    /// The coalesced view, if this handle is one.
+    pub(crate) fn coalesced(&self) -> Option<&Coalesced> {
+        match &self.0 {
+            Repr::Coalesced(c) => Some(c),
+            _ => None,
         }
     }
 
     /// The view, if this handle is one.
     pub(crate) fn view(&self) -> Option<&View> {
         match &self.0 {
-            Repr::Value(_) => None,
             Repr::View(v) => Some(v),
+            _ => None,
         }
-    }
-
-    /// The elements of the root this handle touches.
-    pub(crate) fn region(&self) -> &Region {
-        static FULL: Region = Region::Full;
-        self.view().map_or(&FULL, |v| &v.region)
     }
 
     /// An unconstructed tensor: dtype and domain known, no shape yet. An
@@ -320,12 +379,16 @@ impl Tensor {
 
     /// Whether writes to this tensor are rejected (read-only memory, conj views).
     pub fn is_read_only(&self) -> bool {
-        self.view().map_or(self.root().read_only, |v| v.read_only)
+        match &self.0 {
+            Repr::Value(v) => v.read_only,
+            Repr::View(v) => v.read_only,
+            Repr::Coalesced(_) => false,
+        }
     }
 
-    /// Whether this handle is a view of another value.
+    /// Whether this handle is a view of another value (coalesced block views included).
     pub fn is_view(&self) -> bool {
-        self.view().is_some()
+        !matches!(self.0, Repr::Value(_))
     }
 
     /// Whether reads through this handle conjugate (a conj view of a complex tensor).
@@ -335,10 +398,7 @@ impl Tensor {
 
     /// The extents as known at submission time, `None` while unconstructed.
     pub fn extents(&self) -> Option<Extents> {
-        match &self.0 {
-            Repr::Value(v) => v.state.lock().layout().map(|l| l.extents.clone()),
-            Repr::View(v) => Some(v.layout.extents.clone()),
-        }
+        self.layout().map(|l| l.extents)
     }
 
     /// The layout as known at submission time, `None` while unconstructed.
@@ -347,6 +407,7 @@ impl Tensor {
         match &self.0 {
             Repr::Value(v) => v.state.lock().layout().cloned(),
             Repr::View(v) => Some(v.layout.clone()),
+            Repr::Coalesced(c) => Some(c.layout.clone()),
         }
     }
 
@@ -368,7 +429,16 @@ impl Tensor {
     /// error. `None` waits forever. From inside a task, waiting on a tensor the
     /// task itself accesses fails with `WouldDeadlock`.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        runtime::wait_value(self.root(), self.region(), timeout)
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut first_error = Ok(());
+        for (v, r) in self.hazards() {
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let r = runtime::wait_value(v, r, left);
+            if first_error.is_ok() {
+                first_error = r;
+            }
+        }
+        first_error
     }
 
     /// Derive a new view from this handle seen as a view.
@@ -376,6 +446,13 @@ impl Tensor {
         let v = match &self.0 {
             Repr::View(v) => f(v)?,
             Repr::Value(v) => f(&View::of_root(v, origin)?)?,
+            Repr::Coalesced(_) => {
+                return Err(Error::new(
+                    Status::Unsupported,
+                    origin,
+                    "views of a coalesced block view are not supported; coalesce the blocks you need instead",
+                ))
+            }
         };
         Ok(Tensor::of_view(v))
     }

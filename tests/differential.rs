@@ -300,6 +300,10 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
 /// A sequential order consistent with every value's queue order and every
 /// thread's program order.
 fn serial_order(prog: &[Vec<Op>], traces: &HashMap<(usize, usize), EnrollTrace>) -> Vec<(usize, usize)> {
+    serial_order_generic(&prog.iter().map(|t| t.len()).collect::<Vec<_>>(), traces)
+}
+
+fn serial_order_generic(lens: &[usize], traces: &HashMap<(usize, usize), EnrollTrace>) -> Vec<(usize, usize)> {
     let mut per_value: BTreeMap<usize, Vec<(u64, (usize, usize))>> = BTreeMap::new();
     for (k, tr) in traces {
         for &(v, pos) in tr {
@@ -315,15 +319,17 @@ fn serial_order(prog: &[Vec<Op>], traces: &HashMap<(usize, usize), EnrollTrace>)
     for list in per_value.values_mut() {
         list.sort();
         for w in list.windows(2) {
-            assert!(w[0].0 < w[1].0, "two accesses share a queue position");
+            // Stamps are per operation: only one operation's two disjoint
+            // accesses to a value share one.
+            assert!(w[0].0 < w[1].0 || w[0].1 == w[1].1, "two operations share a queue position");
             // One operation may access two disjoint parts of a value.
             if w[0].1 != w[1].1 {
                 edge(w[0].1, w[1].1);
             }
         }
     }
-    for (th, ops) in prog.iter().enumerate() {
-        for i in 1..ops.len() {
+    for (th, &len) in lens.iter().enumerate() {
+        for i in 1..len {
             edge((th, i - 1), (th, i));
         }
     }
@@ -477,4 +483,282 @@ fn random_concurrent_programs_with_views_match_sequential_execution() {
     assert!(ops_checked > programs * 20);
     assert!(poisoned_seen > programs / 10, "too few poisoned outcomes to test propagation ({poisoned_seen})");
     assert!(same_root_pairs > programs / 4, "too few operations on disjoint parts of one tensor ({same_root_pairs})");
+}
+
+// ---- block arrays ---------------------------------------------------------
+
+/// A target in a 4x4 block array of 2x2 tiles (tile t at tile row t/2, tile
+/// column t%2; element (i, j) of the array is number 4i + j).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum BT {
+    Tile(usize),
+    TileRow(usize, usize),
+    RowOfTiles(usize),
+    ColOfTiles(usize),
+    All,
+}
+
+const BTS: [BT; 13] = [
+    BT::Tile(0),
+    BT::Tile(1),
+    BT::Tile(2),
+    BT::Tile(3),
+    BT::TileRow(0, 0),
+    BT::TileRow(0, 1),
+    BT::TileRow(3, 0),
+    BT::TileRow(3, 1),
+    BT::RowOfTiles(0),
+    BT::RowOfTiles(1),
+    BT::ColOfTiles(0),
+    BT::ColOfTiles(1),
+    BT::All,
+];
+
+impl BT {
+    /// Array element numbers in the target's row-major order.
+    fn elems(self) -> Vec<usize> {
+        let at = |t: usize, li: usize, lj: usize| (2 * (t / 2) + li) * 4 + 2 * (t % 2) + lj;
+        match self {
+            BT::Tile(t) => (0..4).map(|k| at(t, k / 2, k % 2)).collect(),
+            BT::TileRow(t, r) => (0..2).map(|j| at(t, r, j)).collect(),
+            BT::RowOfTiles(r) => (0..8).map(|k| (2 * r + k / 4) * 4 + k % 4).collect(),
+            BT::ColOfTiles(c) => (0..8).map(|k| (k / 2) * 4 + 2 * c + k % 2).collect(),
+            BT::All => (0..16).collect(),
+        }
+    }
+    /// (tile, local element numbers within the tile) it orders on, in member order.
+    fn hazards(self) -> Vec<(usize, Vec<usize>)> {
+        let all = || vec![0, 1, 2, 3];
+        match self {
+            BT::Tile(t) => vec![(t, all())],
+            BT::TileRow(t, r) => vec![(t, vec![2 * r, 2 * r + 1])],
+            BT::RowOfTiles(r) => vec![(2 * r, all()), (2 * r + 1, all())],
+            BT::ColOfTiles(c) => vec![(c, all()), (2 + c, all())],
+            BT::All => (0..4).map(|t| (t, all())).collect(),
+        }
+    }
+    fn shape(self) -> u8 {
+        match self {
+            BT::Tile(_) => 0,
+            BT::TileRow(..) => 1,
+            BT::RowOfTiles(_) => 2,
+            BT::ColOfTiles(_) => 3,
+            BT::All => 4,
+        }
+    }
+    fn make(self, b: &BlockArray) -> Tensor {
+        match self {
+            BT::Tile(t) => b.block(t).unwrap(),
+            BT::TileRow(t, r) => b.block(t).unwrap().slice(&[SliceSpec::index(r), SliceSpec::all(2)]).unwrap(),
+            BT::RowOfTiles(r) => b.coalesce(&[r, 0], &[r + 1, 2]).unwrap(),
+            BT::ColOfTiles(c) => b.coalesce(&[0, c], &[2, c + 1]).unwrap(),
+            BT::All => b.all().unwrap(),
+        }
+    }
+}
+
+/// An operand: array (0 or 1) and target.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+struct B(usize, BT);
+
+#[derive(Clone, Debug)]
+enum BOp {
+    Fill(B, f64),
+    Scale(B, f64),
+    Axpy(B, f64, B),
+    Copy(B, B),
+    Fail(B, String),
+    Read(B),
+}
+
+fn random_block_program(rng: &mut SmallRng, tag: usize) -> Vec<Vec<BOp>> {
+    let pick = |rng: &mut SmallRng| B(rng.gen_range(0..2), BTS[rng.gen_range(0..BTS.len())]);
+    let partner = |rng: &mut SmallRng, first: B| loop {
+        let t = BTS[rng.gen_range(0..BTS.len())];
+        if t.shape() != first.1.shape() {
+            continue;
+        }
+        // The same array only where no tile element is shared.
+        let clash = first.1.hazards().iter().any(|(ta, ea)| t.hazards().iter().any(|(tb, eb)| ta == tb && ea.iter().any(|e| eb.contains(e))));
+        let array = if clash || rng.gen_bool(0.5) { 1 - first.0 } else { first.0 };
+        return B(array, t);
+    };
+    let scalars = [0.5, 1.5, -1.0, 2.0];
+    (0..THREADS)
+        .map(|th| {
+            (0..rng.gen_range(4..12))
+                .map(|i| {
+                    let s = scalars[rng.gen_range(0..scalars.len())];
+                    match rng.gen_range(0..12) {
+                        0 => BOp::Fill(pick(rng), rng.gen_range(-3..4) as f64),
+                        1..=2 => BOp::Scale(pick(rng), s),
+                        3..=5 => {
+                            let y = pick(rng);
+                            BOp::Axpy(y, s, partner(rng, y))
+                        }
+                        6..=7 => {
+                            let d = pick(rng);
+                            BOp::Copy(d, partner(rng, d))
+                        }
+                        8 => BOp::Fail(pick(rng), format!("bfail-{tag}-{th}-{i}")),
+                        _ => BOp::Read(pick(rng)),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One block array in the model: 16 values, and per tile the errors on the
+/// local element sets their failed writes touched (oldest first).
+#[derive(Clone)]
+struct BArr {
+    vals: [f64; 16],
+    poison: [Vec<(Vec<usize>, String)>; 4],
+}
+
+impl BArr {
+    /// The runtime's rule: the first covered tile (in member order) whose
+    /// latest overlapping error exists fails the access.
+    fn error(&self, t: BT) -> Option<String> {
+        t.hazards().iter().find_map(|(tile, set)| {
+            self.poison[*tile].iter().rev().find(|(s, _)| s.iter().any(|e| set.contains(e))).map(|(_, n)| n.clone())
+        })
+    }
+    fn read(&self, t: BT) -> Seen {
+        match self.error(t) {
+            Some(e) => Err(e),
+            None => Ok(t.elems().iter().map(|&e| self.vals[e]).collect()),
+        }
+    }
+    fn poison(&mut self, t: BT, err: String) {
+        for (tile, set) in t.hazards() {
+            self.poison[tile].push((set, err.clone()));
+        }
+    }
+    fn clean(&mut self, t: BT) {
+        for (tile, set) in t.hazards() {
+            self.poison[tile].retain(|(s, _)| !s.iter().all(|e| set.contains(e)));
+        }
+    }
+}
+
+fn apply_block(m: &mut [BArr; 2], op: &BOp) -> Option<Seen> {
+    match op {
+        BOp::Read(b) => return Some(m[b.0].read(b.1)),
+        BOp::Fill(b, x) => {
+            b.1.elems().iter().for_each(|&e| m[b.0].vals[e] = *x);
+            m[b.0].clean(b.1);
+        }
+        BOp::Scale(b, a) => match m[b.0].error(b.1) {
+            Some(err) => m[b.0].poison(b.1, err),
+            None => b.1.elems().iter().for_each(|&e| m[b.0].vals[e] *= a),
+        },
+        BOp::Fail(b, name) => {
+            let err = m[b.0].error(b.1).unwrap_or_else(|| name.clone());
+            m[b.0].poison(b.1, err);
+        }
+        BOp::Copy(d, s) => match m[s.0].read(s.1) {
+            Err(err) => m[d.0].poison(d.1, err),
+            Ok(sv) => {
+                d.1.elems().iter().zip(sv).for_each(|(&e, x)| m[d.0].vals[e] = x);
+                m[d.0].clean(d.1);
+            }
+        },
+        BOp::Axpy(y, a, x) => match (m[y.0].read(y.1), m[x.0].read(x.1)) {
+            (Err(err), _) | (Ok(_), Err(err)) => m[y.0].poison(y.1, err),
+            (Ok(yv), Ok(xv)) => {
+                for (n, &e) in y.1.elems().iter().enumerate() {
+                    m[y.0].vals[e] = a * xv[n] + yv[n];
+                }
+            }
+        },
+    }
+    None
+}
+
+#[test]
+fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
+    let programs: usize = std::env::var("TA_DIFF_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let seed: u64 = std::env::var("TA_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xb10c);
+    let rt = Runtime::new(2).unwrap();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (mut coalesced_ops, mut poisoned_reads) = (0usize, 0usize);
+    for p in 0..programs {
+        let prog = random_block_program(&mut rng, p);
+        let arrays: Vec<BlockArray> = (0..2)
+            .map(|a| {
+                let order = if a == 0 { Order::RowMajor } else { Order::ColMajor };
+                let b = BlockArray::tiled(DType::F64, &[4, 4], &[2, 2], order, Domain::Host).unwrap();
+                let data: Vec<f64> = (0..16).map(|e| (a * 16 + e) as f64).collect();
+                unsafe { ops::copy_in(&b.all().unwrap(), data.as_ptr().cast(), Layout::contiguous(&[4, 4], Order::RowMajor), Submit::on(&rt).with_event()) }
+                    .unwrap()
+                    .unwrap()
+                    .wait(LONG)
+                    .unwrap();
+                b
+            })
+            .collect();
+        let handles: HashMap<B, Tensor> = (0..2).flat_map(|a| BTS.map(|t| (B(a, t), t.make(&arrays[a])))).collect();
+        let traces: Mutex<HashMap<(usize, usize), EnrollTrace>> = Default::default();
+        let reads: Mutex<HashMap<(usize, usize), (Box<[f64; 16]>, usize, Event)>> = Default::default();
+        let barrier = Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            for (th, ops_) in prog.iter().enumerate() {
+                let (handles, traces, reads, barrier, rt) = (&handles, &traces, &reads, &barrier, &rt);
+                s.spawn(move || {
+                    barrier.wait();
+                    for (i, op) in ops_.iter().enumerate() {
+                        let mut trace = EnrollTrace::new();
+                        let opts = Submit { runtime: Some(rt), trace: Some(&mut trace), ..Default::default() };
+                        let h = |b: &B| &handles[b];
+                        let r = match op {
+                            BOp::Fill(b, x) => ops::fill(h(b), Scalar::real(*x), opts),
+                            BOp::Scale(b, a) => ops::scale(h(b), Scalar::real(*a), opts),
+                            BOp::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts),
+                            BOp::Copy(d, s0) => ops::copy(h(d), h(s0), opts),
+                            BOp::Fail(b, name) => {
+                                let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: None }));
+                                ops::kernel(name.clone(), &[(h(b), Mode::Update)], k, opts)
+                            }
+                            BOp::Read(b) => {
+                                let mut buf = Box::new([f64::NAN; 16]);
+                                let p = buf.as_mut_ptr();
+                                let ev = unsafe { ops::copy_out(h(b), p.cast(), 16, None, Submit { event: true, ..opts }) }.unwrap().unwrap();
+                                reads.lock().unwrap().insert((th, i), (buf, b.1.elems().len(), ev));
+                                Ok(None)
+                            }
+                        };
+                        r.unwrap_or_else(|e| panic!("valid at submission: {op:?}: {e}"));
+                        traces.lock().unwrap().insert((th, i), trace);
+                    }
+                });
+            }
+        });
+        let traces = traces.into_inner().unwrap();
+        let reads: HashMap<(usize, usize), Seen> = reads
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|(k, (buf, n, ev))| (k, ev.wait(LONG).map(|()| buf[..n].to_vec()).map_err(|e| e.origin().to_string())))
+            .collect();
+        let order = serial_order_generic(&prog.iter().map(|t| t.len()).collect::<Vec<_>>(), &traces);
+        let mut model: [BArr; 2] = std::array::from_fn(|a| BArr { vals: std::array::from_fn(|e| (a * 16 + e) as f64), poison: Default::default() });
+        for (th, i) in &order {
+            let op = &prog[*th][*i];
+            coalesced_ops += matches!(op, BOp::Axpy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), ..) | BOp::Copy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), _)) as usize;
+            if let Some(seen) = apply_block(&mut model, op) {
+                let got = &reads[&(*th, *i)];
+                poisoned_reads += seen.is_err() as usize;
+                assert!(same(got, &seen), "block program {p} (seed {seed}): read {th}:{i} {op:?} saw {got:?}, sequential gives {seen:?}\nprogram: {prog:?}");
+            }
+        }
+        for a in 0..2 {
+            let got = handles[&B(a, BT::All)].wait(LONG).map(|()| common::read_f64(&handles[&B(a, BT::All)])).map_err(|e| e.origin().to_string());
+            let want = model[a].read(BT::All);
+            assert!(same(&got, &want), "block program {p} (seed {seed}): array {a} is {got:?}, sequential gives {want:?}\nprogram: {prog:?}");
+        }
+    }
+    assert!(coalesced_ops > programs / 2, "too few coalesced writes ({coalesced_ops})");
+    assert!(poisoned_reads > programs / 20, "too few poisoned reads ({poisoned_reads})");
 }

@@ -250,7 +250,17 @@ fn shutdown_with_cancel_completes_pending_work_as_cancelled() {
     let rt = Runtime::new(2).unwrap();
     let gate = Gate::default();
     let t = f64s(&[1], &[0.0]);
-    let first = ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
+    // The blocker must be running before shutdown begins (a task that has
+    // not started when the runtime is cancelled is cancelled too).
+    let started = Gate::default();
+    let (g, s) = (gate.clone(), started.clone());
+    let hold = KernelFn::new(move |_| {
+        s.open();
+        g.wait();
+        Ok(())
+    });
+    let first = ops::kernel("blocker", &[(&t, Mode::Update)], hold, Submit::on(&rt).with_event()).unwrap().unwrap();
+    started.wait();
     let fired = Arc::new(AtomicUsize::new(0));
     let cancelled = Arc::new(AtomicUsize::new(0));
     let mut events = vec![];

@@ -1,6 +1,3 @@
-// Until the dispatcher wires the BLAS backend, some items are used only by tests.
-#![cfg_attr(not(test), allow(dead_code, unused_imports))]
-
 //! An optional system BLAS, found at run time (SPEC §2.5): the library is
 //! opened with `dlopen`, so tensorasync neither links against nor requires one.
 //!
@@ -103,9 +100,13 @@ impl Blas {
 
     /// One line describing the library.
     pub(crate) fn describe(&self) -> String {
+        let threads = match self.num_threads() {
+            Some(n) => format!(", {n} thread(s) per call"),
+            None => String::new(),
+        };
         match &self.config {
-            Some(c) => format!("{} ({c})", self.path),
-            None => self.path.clone(),
+            Some(c) => format!("{} ({c}){threads}", self.path),
+            None => format!("{}{threads}", self.path),
         }
     }
 }

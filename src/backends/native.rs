@@ -1,6 +1,7 @@
 //! The native CPU backend: pure-Rust leaf kernels over resolved strided views.
 //! Always present, every dtype, any strides; conj flags on inputs are honoured.
 
+use super::dense::{self, Operand};
 use crate::dispatch::{Backend, BackendKind, HostBuffer, NativeOp, OpTag, Outcome};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Scalar};
@@ -40,6 +41,28 @@ impl Backend for Native {
                 NativeOp::Copy => copy_views(&v[0], &v[1]),
                 NativeOp::CopyIn(buf) => copy_in(&v[0], buf),
                 NativeOp::CopyOut(buf) => copy_out(&v[0], buf),
+                NativeOp::Gemm { alpha, beta } => {
+                    let (c, a, b) = (Operand::from(&v[0]), Operand::from(&v[1]), Operand::from(&v[2]));
+                    dense::gemm(&c, alpha.get(v), &a, &b, beta.map(|s| s.get(v)))
+                }
+                NativeOp::Contract(x) => {
+                    let (c, a, b) = (Operand::from(&v[0]), Operand::from(&v[1]), Operand::from(&v[2]));
+                    dense::contract(&c, x.alpha.get(v), &a, &b, &x.a_axes, &x.b_axes, x.beta.map(|s| s.get(v)))
+                }
+                NativeOp::Permute(perm) => dense::permute_copy(&Operand::from(&v[0]), &Operand::from(&v[1]), perm),
+                NativeOp::ConjCopy => dense::conj_copy(&Operand::from(&v[0]), &Operand::from(&v[1])),
+                NativeOp::Sum(axes) => dense::sum(&Operand::from(&v[0]), &Operand::from(&v[1]), axes.as_deref()),
+                NativeOp::Dot { conjugate } => {
+                    dense::dot(&Operand::from(&v[0]), &Operand::from(&v[1]), &Operand::from(&v[2]), *conjugate)
+                }
+                NativeOp::Norm2 => dense::norm2(&Operand::from(&v[0]), &Operand::from(&v[1])),
+                NativeOp::Potrf { lower } => dense::potrf(&Operand::from(&v[0]), *lower).map_err(Error::from),
+                NativeOp::Trsm { left, lower, unit_diag, alpha } => {
+                    dense::trsm(&Operand::from(&v[0]), &Operand::from(&v[1]), *left, *lower, *unit_diag, *alpha)
+                }
+                NativeOp::Syrk { lower, alpha, beta } => {
+                    dense::syrk(&Operand::from(&v[0]), &Operand::from(&v[1]), *alpha, *beta, *lower)
+                }
             }
         })
     }

@@ -43,7 +43,7 @@ pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
 
 /// Copy `s` into `buf` (capacity `cap` bytes, always NUL-terminated when
 /// `cap > 0`, truncated if needed) and store its full length in `*len`.
-fn copy_str(s: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
+pub(crate) fn copy_str(s: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
     if !buf.is_null() && cap > 0 {
         let n = s.len().min(cap - 1);
         // SAFETY: the caller gave `cap` writable bytes at `buf`; we write n + 1 <= cap.

@@ -34,6 +34,7 @@ pub(crate) enum Kind {
     Event = 3,
     Cq = 4,
     Error = 5,
+    Blocks = 6,
 }
 
 impl Kind {
@@ -44,6 +45,7 @@ impl Kind {
             3 => Kind::Event,
             4 => Kind::Cq,
             5 => Kind::Error,
+            6 => Kind::Blocks,
             _ => return None,
         })
     }
@@ -57,6 +59,7 @@ pub(crate) enum Object {
     Event(Event),
     Cq(CompletionQueue),
     Error(Error),
+    Blocks(crate::BlockArray),
 }
 
 impl Object {
@@ -67,6 +70,7 @@ impl Object {
             Object::Event(_) => Kind::Event,
             Object::Cq(_) => Kind::Cq,
             Object::Error(_) => Kind::Error,
+            Object::Blocks(_) => Kind::Blocks,
         }
     }
 }

@@ -14,9 +14,11 @@
 pub mod handles;
 pub mod types;
 
+mod blocks;
 mod error;
 mod event;
 mod kernel;
+mod linalg;
 mod ops;
 mod runtime;
 mod tensor;
@@ -100,6 +102,7 @@ handle_getter!(runtime_arg, ta_runtime, Runtime, crate::Runtime);
 handle_getter!(event_arg, ta_event, Event, crate::Event);
 handle_getter!(cq_arg, ta_cq, Cq, crate::CompletionQueue);
 handle_getter!(error_arg, ta_error, Error, crate::Error);
+handle_getter!(blocks_arg, ta_blocks, Blocks, crate::BlockArray);
 
 /// Create a handle for `obj`, failing with `OutOfMemory` if the table is full.
 pub(crate) fn make_handle<T>(obj: Object, origin: &'static str) -> Result<*mut T, Error> {

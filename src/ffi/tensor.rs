@@ -19,11 +19,11 @@ pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Erro
     DType::from_u32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown dtype {d}")))
 }
 
-fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
+pub(crate) fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
     Domain::from_i32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
 }
 
-fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
+pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
     match o {
         TA_ORDER_ROW_MAJOR => Ok(Order::RowMajor),
         TA_ORDER_COL_MAJOR => Ok(Order::ColMajor),

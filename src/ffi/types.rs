@@ -137,6 +137,27 @@ pub const TA_BACKEND_BLAS: ta_backend = 2;
 /// CUDA.
 pub const TA_BACKEND_CUDA: ta_backend = 3;
 
+/// Which triangle of a matrix an operation uses.
+pub type ta_uplo = u32;
+/// The lower triangle.
+pub const TA_UPLO_LOWER: ta_uplo = 0;
+/// The upper triangle.
+pub const TA_UPLO_UPPER: ta_uplo = 1;
+
+/// Which side a triangular matrix multiplies from.
+pub type ta_side = u32;
+/// `op(A)·X = alpha·B`.
+pub const TA_SIDE_LEFT: ta_side = 0;
+/// `X·op(A) = alpha·B`.
+pub const TA_SIDE_RIGHT: ta_side = 1;
+
+/// Whether a triangular matrix has a unit diagonal.
+pub type ta_diag = u32;
+/// Use the stored diagonal.
+pub const TA_DIAG_NON_UNIT: ta_diag = 0;
+/// Treat the diagonal as ones (it is not read).
+pub const TA_DIAG_UNIT: ta_diag = 1;
+
 /// Wait forever (for the `timeout_ns` arguments).
 pub const TA_WAIT_FOREVER: i64 = -1;
 
@@ -158,6 +179,10 @@ pub struct ta_cq {
 }
 /// An error object: status, code, message and the operation where it started.
 pub struct ta_error {
+    _opaque: [u8; 0],
+}
+/// A block array: one allocation cut into blocks, each with its own epoch queue.
+pub struct ta_blocks {
     _opaque: [u8; 0],
 }
 /// The context of a running user kernel; valid only during the kernel call.

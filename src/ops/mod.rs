@@ -9,6 +9,7 @@
 mod copy;
 mod elementwise;
 mod kernel;
+mod linalg;
 mod name;
 pub(crate) mod submit;
 
@@ -27,6 +28,7 @@ use crate::value::{Tensor, Value};
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub use kernel::{kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use linalg::{add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo};
 pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
 
@@ -55,8 +57,6 @@ pub(crate) struct Access {
     pub(crate) mode: Mode,
     /// Reads conjugate (a conj view of a complex tensor).
     conj: bool,
-    /// Position of this access in its value's queue (orders poison records).
-    pub(crate) pos: u64,
     /// Address of element `[0, 0, ...]` (null until enrollment fills it in).
     data: *mut u8,
     /// The layout of the contents or view enrolled with (null until enrollment).
@@ -74,9 +74,10 @@ unsafe impl Send for Access {}
 
 impl Access {
     pub(crate) fn new(tensor: Tensor, mode: Mode) -> Access {
-        Access { tensor, mode, conj: false, pos: 0, data: std::ptr::null_mut(), layout: std::ptr::null() }
+        Access { tensor, mode, conj: false, data: std::ptr::null_mut(), layout: std::ptr::null() }
     }
 
+    /// The (first) hazard record: dtype, domain.
     pub(crate) fn value(&self) -> &Arc<Value> {
         self.tensor.root()
     }
@@ -116,6 +117,8 @@ pub(crate) struct Operation {
     pub(crate) name: OpName,
     pub(crate) accesses: SmallVec<[Access; 2]>,
     pub(crate) body: Body,
+    /// The enrollment stamp (orders this operation's poison records).
+    pub(crate) stamp: u64,
 }
 
 impl Operation {
@@ -123,8 +126,10 @@ impl Operation {
     /// that is read fails the operation with that same error.
     pub(crate) fn execute(&mut self) -> Result<()> {
         for a in self.accesses.iter().filter(|a| a.mode.reads()) {
-            if let Some(e) = a.value().poison_in(a.tensor.region()) {
-                return Err(e);
+            for (v, r) in a.tensor.hazards() {
+                if let Some(e) = v.poison_in(r) {
+                    return Err(e);
+                }
             }
         }
         let mut views: SmallVec<[ResolvedView<'_>; 4]> = SmallVec::new();
@@ -141,18 +146,20 @@ impl Operation {
     /// failure; on success an overwrite leaves a clean value.
     pub(crate) fn commit(&self, result: &Result<()>) {
         for a in self.accesses.iter().filter(|a| a.mode.writes()) {
-            match result {
-                Err(e) => a.value().add_poison(a.tensor.region().clone(), a.pos, e.clone()),
-                // An overwrite cleans the region it wrote; an update succeeded
-                // only on a clean region, which stays clean.
-                Ok(()) if a.mode == Mode::Write => a.value().clean(a.tensor.region()),
-                Ok(()) => {}
+            for (v, r) in a.tensor.hazards() {
+                match result {
+                    Err(e) => v.add_poison(r.clone(), self.stamp, e.clone()),
+                    // An overwrite cleans the region it wrote; an update
+                    // succeeded only on a clean region, which stays clean.
+                    Ok(()) if a.mode == Mode::Write => v.clean(r),
+                    Ok(()) => {}
+                }
             }
         }
     }
 
     /// Whether the operation accesses `value`.
     pub(crate) fn holds(&self, value: &Arc<Value>) -> bool {
-        self.accesses.iter().any(|a| Arc::ptr_eq(a.value(), value))
+        self.accesses.iter().any(|a| a.tensor.hazards().any(|(v, _)| Arc::ptr_eq(v, value)))
     }
 }

@@ -17,8 +17,11 @@ use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
 use crate::runtime::exec::{self, Completion, Work};
 use crate::runtime::{Runtime, Task};
+use std::sync::Arc;
+
 use crate::layout::Layout;
-use crate::value::{Tensor, ValueState};
+use crate::region::Region;
+use crate::value::{Contents, Tensor, Value, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.
 /// Sorting operations by these positions per value recovers the order the
@@ -54,12 +57,23 @@ impl<'a> Submit<'a> {
     }
 }
 
+/// One hazard record an operand orders on.
+struct Hazard<'a> {
+    value: &'a Arc<Value>,
+    region: &'a Region,
+    op: usize,
+    mode: Mode,
+}
+
 /// The values of one submission, locked; indexed by operand.
 pub(crate) struct Locked<'g> {
     operands: &'g [(&'g Tensor, Mode)],
     guards: SmallVec<[MutexGuard<'g, ValueState>; 4]>,
     /// Operand index -> guard index (of the operand's root value).
     slot: SmallVec<[usize; 4]>,
+    /// Contents replaced by this operation: earlier accesses still point into
+    /// them, so the task keeps them alive until it has run.
+    retired: Option<Arc<Contents>>,
 }
 
 impl Locked<'_> {
@@ -69,12 +83,44 @@ impl Locked<'_> {
         &mut self.guards[self.slot[i]]
     }
 
+    /// Whether operand `i` is a view.
+    pub(crate) fn is_view(&self, i: usize) -> bool {
+        self.operands[i].0.is_view()
+    }
+
+    /// Give whole-value operand `i` new contents (another shape). Refused while
+    /// the value has views (they would keep showing the old storage), and for
+    /// a block of a block array (its storage is part of the array's).
+    pub(crate) fn replace_contents(&mut self, i: usize, fresh: Arc<Contents>, origin: &'static str) -> Result<()> {
+        if self.operands[i].0.root().fixed {
+            return Err(Error::new(Status::ShapeMismatch, origin, "a block of a block array cannot take another shape"));
+        }
+        let state = self.state(i);
+        let old = state.contents.replace(fresh).expect("replace_contents needs constructed contents");
+        if Arc::strong_count(&old) > 1 {
+            let have = old.layout.extents.clone();
+            self.state(i).contents = Some(old);
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                origin,
+                format!("the output has extents {have:?} and live views, so it cannot take another shape"),
+            ));
+        }
+        debug_assert!(self.retired.is_none(), "one replaced output per operation");
+        self.retired = Some(old);
+        Ok(())
+    }
+
     /// The submission-time layout of operand `i` (its view's, for a view);
     /// `None` while unconstructed.
     pub(crate) fn layout(&self, i: usize) -> Option<&Layout> {
-        match self.operands[i].0.view() {
-            Some(v) => Some(&v.layout),
-            None => self.guards[self.slot[i]].layout(),
+        let t = self.operands[i].0;
+        if let Some(v) = t.view() {
+            Some(&v.layout)
+        } else if let Some(c) = t.coalesced() {
+            Some(&c.layout)
+        } else {
+            self.guards[self.slot[i]].layout()
         }
     }
 }
@@ -99,20 +145,23 @@ pub(crate) fn submit(
             return Err(Error::new(Status::ReadOnly, origin, format!("the output is {what}")));
         }
     }
-    // Operands in root order: the lock order, and where accesses to one value
-    // meet. (Most operations have one operand: no sorting, no bookkeeping.)
-    let mut order: SmallVec<[usize; 4]> = SmallVec::new();
-    if operands.len() > 1 {
-        for i in 0..operands.len() {
-            order.push(i);
+    // Every hazard record the operands order on (one per operand, but one
+    // per covered block for a coalesced view), in record order: the lock
+    // order, and where accesses to one value meet. (Most operations have one
+    // operand with one record: no sorting, no bookkeeping.)
+    let mut hz: SmallVec<[Hazard<'_>; 4]> = SmallVec::new();
+    for (op, (t, m)) in operands.iter().enumerate() {
+        for (value, region) in t.hazards() {
+            hz.push(Hazard { value, region, op, mode: *m });
         }
-        order.sort_by_key(|&i| operands[i].0.value_id());
+    }
+    if hz.len() > 1 {
+        hz.sort_by_key(|h| (Arc::as_ptr(h.value) as usize, h.op));
         // Two accesses to one value in one operation are allowed when both
         // read, or when their regions are provably disjoint (§2.3).
-        for (x, &i) in order.iter().enumerate() {
-            for &j in order[x + 1..].iter().take_while(|&&j| operands[j].0.same_value(operands[i].0)) {
-                let ((a, ma), (b, mb)) = (operands[i], operands[j]);
-                if (ma.writes() || mb.writes()) && a.region().may_overlap(b.region()) {
+        for (x, h) in hz.iter().enumerate() {
+            for g in hz[x + 1..].iter().take_while(|g| Arc::ptr_eq(g.value, h.value)) {
+                if (h.mode.writes() || g.mode.writes()) && h.region.may_overlap(g.region) {
                     return Err(Error::new(
                         Status::Alias,
                         origin,
@@ -121,8 +170,6 @@ pub(crate) fn submit(
                 }
             }
         }
-    } else {
-        order.push(0);
     }
 
     rt.inner().admit(origin)?;
@@ -131,22 +178,30 @@ pub(crate) fn submit(
     for (t, m) in operands {
         accesses.push(Access::new((*t).clone(), *m));
     }
-    let completion = Completion { event: event.clone(), callback: opts.callback, cq: opts.cq.map(|(q, tag)| (q.clone(), tag)) };
-    let task = Task::new(Some(rt.inner()), Work::op(Operation { name: name.into(), accesses, body }, completion));
+    let completion = Completion {
+        event: event.clone(),
+        callback: opts.callback,
+        cq: opts.cq.map(|(q, tag)| (q.clone(), tag)),
+        keep_alive: None,
+    };
+    let op = Operation { name: name.into(), accesses, body, stamp: 0 };
+    let task = Task::new(Some(rt.inner()), Work::op(op, completion));
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { operands, guards: SmallVec::new(), slot: SmallVec::new() };
+    let mut locked = Locked { operands, guards: SmallVec::new(), slot: SmallVec::new(), retired: None };
     for _ in 0..operands.len() {
-        locked.slot.push(0);
+        locked.slot.push(usize::MAX);
     }
-    let mut prev: Option<usize> = None;
-    for &i in &order {
-        let t = operands[i].0;
-        if !prev.is_some_and(|p| operands[p].0.same_value(t)) {
-            locked.guards.push(t.root().state.lock());
+    let mut guard_of: SmallVec<[usize; 4]> = SmallVec::new();
+    for (x, h) in hz.iter().enumerate() {
+        if x == 0 || !Arc::ptr_eq(hz[x - 1].value, h.value) {
+            locked.guards.push(h.value.state.lock());
         }
-        locked.slot[i] = locked.guards.len() - 1;
-        prev = Some(i);
+        let g = locked.guards.len() - 1;
+        guard_of.push(g);
+        if locked.slot[h.op] == usize::MAX {
+            locked.slot[h.op] = g;
+        }
     }
 
     let checked = plan(&mut locked).and_then(|()| {
@@ -172,25 +227,32 @@ pub(crate) fn submit(
     // Record where each operand's elements are, now that the plan is final.
     // SAFETY: the task is not yet enrolled, so no other thread can see its work.
     let work = unsafe { task.work_mut() };
+    if let Some(old) = locked.retired.take() {
+        work.keep_alive(old);
+    }
     for (i, a) in work.accesses_mut().iter_mut().enumerate() {
         // The operand's handle and `a.tensor` share the view, so the
         // geometry stays valid for as long as the access holds it.
-        match operands[i].0.view() {
-            Some(v) => a.set_geometry(v.geometry()),
-            None => {
-                let c = locked.state(i).contents.as_deref().expect("checked constructed above");
-                a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype), layout: &c.layout, conj: false });
-            }
+        let t = operands[i].0;
+        if let Some(v) = t.view() {
+            a.set_geometry(v.geometry());
+        } else if let Some(c) = t.coalesced() {
+            a.set_geometry(crate::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
+        } else {
+            let c = locked.state(i).contents.as_deref().expect("checked constructed above");
+            a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype), layout: &c.layout, conj: false });
         }
     }
 
+    // One stamp for the whole operation, later than anything enrolled on any
+    // of its queues: stamps of conflicting operations follow their order.
+    let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
+    work.set_stamp(stamp);
     let mut trace = opts.trace;
-    for &i in &order {
-        let (t, m) = operands[i];
-        let pos = locked.guards[locked.slot[i]].queue.enroll(&task, m, t.region());
-        work.accesses_mut()[i].pos = pos;
+    for (h, &g) in hz.iter().zip(&guard_of) {
+        locked.guards[g].queue.enroll(&task, h.mode, h.region, stamp);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.push((t.value_id(), pos));
+            tr.push((Arc::as_ptr(h.value) as usize, stamp));
         }
     }
     drop(locked);

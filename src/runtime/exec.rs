@@ -16,21 +16,24 @@ use super::task::Task;
 use crate::error::{Error, Result, Status};
 use crate::ops::Operation;
 use crate::region::Region;
-use crate::value::{settled_state, Value};
+use crate::value::{settled_state, Contents, Value};
 
-/// How a task reports its outcome (boxed in the task only when asked for, so
-/// a pending task without notifications stays small).
+/// How a task reports its outcome, and what it keeps alive until then
+/// (boxed in the task only when needed, so a plain pending task stays small).
 #[derive(Default)]
 pub(crate) struct Completion {
     pub(crate) event: Option<Event>,
     pub(crate) callback: Option<Callback>,
     pub(crate) cq: Option<(CompletionQueue, u64)>,
+    /// Contents this task replaced: earlier accesses still point into them.
+    pub(crate) keep_alive: Option<Arc<Contents>>,
 }
 
 impl Completion {
-    /// `None` when nothing is to be notified.
+    /// `None` when there is nothing to notify or keep.
     pub(crate) fn boxed(self) -> Option<Box<Completion>> {
-        (self.event.is_some() || self.callback.is_some() || self.cq.is_some()).then(|| Box::new(self))
+        let needed = self.event.is_some() || self.callback.is_some() || self.cq.is_some() || self.keep_alive.is_some();
+        needed.then(|| Box::new(self))
     }
 
     /// Callback, then completion entry, then event: once the event reports
@@ -63,6 +66,17 @@ pub(crate) struct Work {
 impl Work {
     pub(crate) fn op(op: Operation, completion: Completion) -> Work {
         Work { job: Job::Op(op), completion: completion.boxed() }
+    }
+
+    pub(crate) fn set_stamp(&mut self, stamp: u64) {
+        if let Job::Op(op) = &mut self.job {
+            op.stamp = stamp;
+        }
+    }
+
+    /// Keep `c` alive until this task has run (see `Completion::keep_alive`).
+    pub(crate) fn keep_alive(&mut self, c: Arc<Contents>) {
+        self.completion.get_or_insert_with(Default::default).keep_alive = Some(c);
     }
 
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {

@@ -423,6 +423,9 @@ fn default_threads() -> usize {
 pub(crate) fn block_until(done: impl Fn() -> bool, park: impl Fn(Duration), timeout: Option<Duration>) -> bool {
     let deadline = timeout.map(|t| Instant::now() + t);
     let worker_of = current_runtime();
+    if worker_of.is_none() && spin_until(&done, deadline) {
+        return true;
+    }
     let mut backoff = Duration::from_micros(20);
     loop {
         if done() {
@@ -442,6 +445,30 @@ pub(crate) fn block_until(done: impl Fn() -> bool, park: impl Fn(Duration), time
         }
         park(slice);
         backoff = (backoff * 2).min(Duration::from_millis(1));
+    }
+}
+
+/// How long an outside thread spins before it parks: a short operation
+/// completes within it, and the waiter then sees it without a futex wake-up
+/// (several microseconds each); a long one loses nothing measurable.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(10);
+
+/// Spin (yielding the core in between) until `done()`, [`SPIN_BEFORE_PARK`]
+/// or the deadline; whether `done()` became true.
+fn spin_until(done: &impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+    let start = Instant::now();
+    let stop = deadline.map_or(start + SPIN_BEFORE_PARK, |d| d.min(start + SPIN_BEFORE_PARK));
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if Instant::now() >= stop {
+            return done();
+        }
+        std::thread::yield_now();
     }
 }
 

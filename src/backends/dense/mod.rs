@@ -1,6 +1,3 @@
-// Until the dispatcher wires every kernel, some items are used only by tests.
-#![cfg_attr(not(test), allow(dead_code, unused_imports))]
-
 //! Dense leaf kernels of the native CPU backend (SPEC §2.5): GEMM, tensor
 //! contraction, materialising permute and conj, and reductions (sum, dot,
 //! 2-norm) over strided operands of the four float dtypes (f32, f64, c64,
@@ -31,6 +28,7 @@
 
 mod copy;
 mod gemm;
+mod linalg;
 mod reduce;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -44,10 +42,14 @@ use crate::error::{Error, Result, Status};
 use crate::ops::ResolvedView;
 
 pub(crate) use copy::{conj_copy, permute_copy};
-pub(crate) use gemm::{contract, gemm, gemm_check, par_for, work, Mat2, PAR_MIN_FLOPS};
+pub(crate) use gemm::{contract, gemm, gemm_check, Mat2};
+// For benches/gemm.rs (parallelism threshold sweeps).
+#[allow(unused_imports)]
+pub(crate) use gemm::{par_for, work, PAR_MIN_FLOPS};
 // For benches/gemm.rs (threshold sweeps).
 #[allow(unused_imports)]
 pub(crate) use gemm::{gemm_mat, gemm_small, SMALL_MAX_FLOPS};
+pub(crate) use linalg::{potrf, syrk, trsm};
 pub(crate) use reduce::{dot, norm2, sum};
 
 /// A strided operand: the kernels' view of a [`ResolvedView`] (or of any

@@ -1,0 +1,318 @@
+//! Block arrays (SPEC §2.4): one shared backing allocation, a descriptor
+//! table known at creation (block shapes and offsets need no await), and one
+//! epoch queue (hazard record) per block.
+//!
+//! [`BlockArray::block`] returns an ordinary tensor handle ordered on that
+//! block's own queue, which keeps the allocation alive (its storage wraps its
+//! part of the allocation and holds a reference to the whole), so block
+//! handles outlive the array handle and work in every operation and kernel.
+//! [`BlockArray::coalesce`] returns one strided view over a rectangle of
+//! tiles (or a run of stacked list blocks) that enrolls in every covered
+//! block's queue as one composite hazard set: its reads wait for each covered
+//! block's writers, and its writes are exclusive over all of them.
+//!
+//! Tiled arrays are stored as one dense array in the given order, so a tile
+//! is a strided sub-array and any rectangle of tiles is one too.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::domain::Domain;
+use crate::dtype::DType;
+use crate::error::{Error, Result, Status};
+use crate::layout::{Layout, Order};
+use crate::storage::Storage;
+use crate::value::{Contents, Tensor, Value};
+
+/// How the blocks cut the array.
+enum Shape {
+    /// A grid of tiles over one dense array.
+    Tiled { extents: SmallVec<[usize; 4]>, tile: SmallVec<[usize; 4]>, grid: SmallVec<[usize; 4]>, whole: Layout },
+    /// Blocks of arbitrary shapes, each dense in `order`, one after another.
+    List { order: Order },
+}
+
+pub(crate) struct BlockArrayInner {
+    dtype: DType,
+    domain: Domain,
+    storage: Arc<Storage>,
+    /// One hazard record per block, in block order.
+    blocks: Vec<Arc<Value>>,
+    /// Each block's layout in the shared storage (absolute offsets).
+    layouts: Vec<Layout>,
+    shape: Shape,
+}
+
+/// A coalesced view: several blocks as one strided tensor.
+pub(crate) struct Coalesced {
+    /// Keeps the allocation and the blocks' records alive.
+    pub(crate) array: Arc<BlockArrayInner>,
+    /// The covered blocks' hazard records (each enrolled over its whole block).
+    pub(crate) members: SmallVec<[Arc<Value>; 4]>,
+    /// Where the elements are in the shared storage (absolute offset).
+    pub(crate) layout: Layout,
+}
+
+impl Coalesced {
+    pub(crate) fn data(&self) -> *mut u8 {
+        // SAFETY: the layout lies inside the shared storage, which `array` keeps alive.
+        unsafe { self.array.storage.ptr().offset(self.layout.offset * self.array.dtype.size() as isize) }
+    }
+}
+
+/// A handle to a block array. Cloning shares it.
+#[derive(Clone)]
+pub struct BlockArray(Arc<BlockArrayInner>);
+
+fn check_host(domain: Domain, origin: &'static str) -> Result<()> {
+    match domain {
+        Domain::Host => Ok(()),
+        Domain::Cuda(n) => Err(Error::new(Status::CudaUnavailable, origin, format!("CUDA device {n} is not available in this build"))),
+    }
+}
+
+impl BlockArray {
+    /// A zero-filled tiled array of `extents`, cut in tiles of `tile` (the
+    /// last tile on an axis may be ragged), stored as one dense array in `order`.
+    pub fn tiled(dtype: DType, extents: &[usize], tile: &[usize], order: Order, domain: Domain) -> Result<BlockArray> {
+        const O: &str = "blocks_new_tiled";
+        check_host(domain, O)?;
+        if tile.len() != extents.len() {
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                O,
+                format!("tile extents {tile:?} do not fit an array of extents {extents:?} (rank differs)"),
+            ));
+        }
+        if tile.iter().any(|&t| t == 0) {
+            return Err(Error::new(Status::InvalidArgument, O, format!("tile extents {tile:?} must be positive")));
+        }
+        let grid: SmallVec<[usize; 4]> = extents.iter().zip(tile).map(|(&e, &t)| e.div_ceil(t)).collect();
+        let (storage, whole) = alloc(dtype, extents, order, O)?;
+        let count: usize = grid.iter().product();
+        let mut layouts = Vec::with_capacity(count);
+        for linear in 0..count {
+            let idx = unravel(linear, &grid);
+            let mut offset = whole.offset;
+            let mut ext = SmallVec::new();
+            for (k, &i) in idx.iter().enumerate() {
+                offset += (i * tile[k]) as isize * whole.strides[k];
+                ext.push(tile[k].min(extents[k] - i * tile[k]));
+            }
+            layouts.push(Layout { offset, extents: ext, strides: whole.strides.clone() });
+        }
+        let shape = Shape::Tiled { extents: extents.into(), tile: tile.into(), grid, whole };
+        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?))
+    }
+
+    /// A zero-filled list of blocks of the given shapes (block-sparse
+    /// storage), each dense in `order`, one after another in one allocation.
+    pub fn list(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
+        const O: &str = "blocks_new_list";
+        check_host(domain, O)?;
+        let mut layouts = Vec::with_capacity(shapes.len());
+        let mut offset = 0usize;
+        for s in shapes {
+            let mut l = Layout::contiguous(s, order);
+            l.offset = offset as isize;
+            let n = l.checked_len().ok_or_else(|| Error::new(Status::OutOfMemory, O, "a block is too large"))?;
+            offset = offset.checked_add(n).ok_or_else(|| Error::new(Status::OutOfMemory, O, "the blocks are too large"))?;
+            layouts.push(l);
+        }
+        let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, O)?;
+        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?))
+    }
+
+    fn assemble(
+        dtype: DType,
+        domain: Domain,
+        storage: Arc<Storage>,
+        layouts: Vec<Layout>,
+        shape: Shape,
+        origin: &'static str,
+    ) -> Result<Arc<BlockArrayInner>> {
+        let size = dtype.size() as isize;
+        let blocks = layouts
+            .iter()
+            .map(|l| {
+                // Each block's storage wraps its part of the allocation and
+                // holds the whole one alive.
+                let (lo, _) = l.checked_span().unwrap_or((l.offset, l.offset));
+                let bytes = l.footprint().unwrap_or(0) * size as usize;
+                // SAFETY: `lo` is inside the allocation (the layouts were cut from it).
+                let ptr = unsafe { storage.ptr().offset(lo * size) };
+                let keep = storage.clone();
+                let part = unsafe {
+                    // SAFETY: the part is valid memory while `keep` holds the allocation.
+                    Storage::wrap(NonNull::new(ptr).unwrap_or(NonNull::dangling()), bytes, Some(Box::new(move || drop(keep))))
+                };
+                let mut local = l.clone();
+                local.offset -= lo;
+                Value::new_fixed(dtype, domain, Contents::owning(part, local))
+            })
+            .collect();
+        let _ = origin; // creation cannot fail past the allocation
+        Ok(Arc::new(BlockArrayInner { dtype, domain, storage, blocks, layouts, shape }))
+    }
+
+    /// Number of blocks.
+    pub fn count(&self) -> usize {
+        self.0.blocks.len()
+    }
+
+    /// Tiles per axis (tiled arrays only).
+    pub fn grid(&self) -> Option<&[usize]> {
+        match &self.0.shape {
+            Shape::Tiled { grid, .. } => Some(grid),
+            Shape::List { .. } => None,
+        }
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// Where the blocks live.
+    pub fn domain(&self) -> Domain {
+        self.0.domain
+    }
+
+    /// Block `i` (in block order: row-major over the grid for tiled arrays),
+    /// as a tensor handle on the block's own queue.
+    pub fn block(&self, i: usize) -> Result<Tensor> {
+        let b = self.0.blocks.get(i).ok_or_else(|| {
+            Error::new(Status::OutOfRange, "blocks_block", format!("block {i} of an array of {} blocks", self.0.blocks.len()))
+        })?;
+        Ok(Tensor::of_value(b.clone()))
+    }
+
+    /// The tile at a multi-index (tiled arrays).
+    pub fn tile(&self, index: &[usize]) -> Result<Tensor> {
+        const O: &str = "blocks_tile";
+        let grid = self.grid().ok_or_else(|| Error::new(Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
+        check_index(index, grid, O)?;
+        self.block(ravel(index, grid))
+    }
+
+    /// One view over tiles `lo..hi` (per axis) of a tiled array: a strided
+    /// sub-array enrolling in every covered tile's queue.
+    pub fn coalesce(&self, lo: &[usize], hi: &[usize]) -> Result<Tensor> {
+        const O: &str = "blocks_coalesce";
+        let Shape::Tiled { extents, tile, grid, whole } = &self.0.shape else {
+            return Err(Error::new(Status::InvalidArgument, O, "use coalesce_range for a list of blocks"));
+        };
+        if lo.len() != grid.len() || hi.len() != grid.len() {
+            return Err(Error::new(Status::InvalidArgument, O, format!("tile ranges need {} axes", grid.len())));
+        }
+        for k in 0..grid.len() {
+            if lo[k] >= hi[k] || hi[k] > grid[k] {
+                return Err(Error::new(Status::OutOfRange, O, format!("tiles {}..{} on axis {k} of a grid {grid:?}", lo[k], hi[k])));
+            }
+        }
+        let mut offset = whole.offset;
+        let mut ext = SmallVec::new();
+        for k in 0..grid.len() {
+            offset += (lo[k] * tile[k]) as isize * whole.strides[k];
+            ext.push((hi[k] * tile[k]).min(extents[k]) - lo[k] * tile[k]);
+        }
+        let box_extent: SmallVec<[usize; 4]> = lo.iter().zip(hi).map(|(a, b)| b - a).collect();
+        let count: usize = box_extent.iter().product();
+        let members = (0..count)
+            .map(|n| {
+                let rel = unravel(n, &box_extent);
+                let idx: SmallVec<[usize; 4]> = rel.iter().zip(lo).map(|(r, l)| r + l).collect();
+                self.0.blocks[ravel(&idx, grid)].clone()
+            })
+            .collect();
+        Ok(Tensor::of_coalesced(Coalesced { array: self.0.clone(), members, layout: Layout { offset, extents: ext, strides: whole.strides.clone() } }))
+    }
+
+    /// One view over list blocks `first..=last`: they must be adjacent and
+    /// stack into one dense array (equal extents but for the slowest axis).
+    pub fn coalesce_range(&self, first: usize, last: usize) -> Result<Tensor> {
+        const O: &str = "blocks_coalesce_range";
+        if let Shape::Tiled { grid, .. } = &self.0.shape {
+            // Consecutive tiles in block order form a rectangle only along the last axis of a row.
+            let _ = grid;
+            return Err(Error::new(Status::InvalidArgument, O, "use coalesce with tile ranges for a tiled array"));
+        }
+        let Shape::List { order } = self.0.shape else { unreachable!() };
+        let n = self.0.blocks.len();
+        if first > last || last >= n {
+            return Err(Error::new(Status::OutOfRange, O, format!("blocks {first}..={last} of {n}")));
+        }
+        let ls = &self.0.layouts[first..=last];
+        let slow = match order {
+            Order::RowMajor => 0,
+            Order::ColMajor => ls[0].rank().saturating_sub(1),
+        };
+        let mut total = 0usize;
+        for (k, l) in ls.iter().enumerate() {
+            let same_rank = l.rank() == ls[0].rank() && l.rank() > 0;
+            let same_rest = same_rank && (0..l.rank()).all(|a| a == slow || l.extents[a] == ls[0].extents[a]);
+            let adjacent = k == 0 || ls[k - 1].offset + ls[k - 1].len() as isize == l.offset;
+            if !same_rest || !adjacent {
+                return Err(Error::new(
+                    Status::NotContiguous,
+                    O,
+                    format!("blocks {first}..={last} do not stack into one dense array (block {} has extents {:?})", first + k, l.extents),
+                ));
+            }
+            total += l.extents[slow];
+        }
+        let mut ext = ls[0].extents.clone();
+        ext[slow] = total;
+        let mut layout = Layout::contiguous(&ext, order);
+        layout.offset = ls[0].offset;
+        let members = self.0.blocks[first..=last].iter().cloned().collect();
+        Ok(Tensor::of_coalesced(Coalesced { array: self.0.clone(), members, layout }))
+    }
+
+    /// The whole array as one view over every block.
+    pub fn all(&self) -> Result<Tensor> {
+        match &self.0.shape {
+            Shape::Tiled { grid, .. } => self.coalesce(&vec![0; grid.len()], grid),
+            Shape::List { .. } => self.coalesce_range(0, self.count().saturating_sub(1)),
+        }
+    }
+}
+
+/// The shared allocation: zeroed, dense in `order`.
+fn alloc(dtype: DType, extents: &[usize], order: Order, origin: &'static str) -> Result<(Arc<Storage>, Layout)> {
+    let layout = Layout::contiguous(extents, order);
+    let bytes = layout
+        .checked_len()
+        .and_then(|n| n.checked_mul(dtype.size()))
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large")))?;
+    Ok((Arc::new(Storage::alloc_zeroed(bytes, origin)?), layout))
+}
+
+fn check_index(index: &[usize], grid: &[usize], origin: &'static str) -> Result<()> {
+    if index.len() != grid.len() || index.iter().zip(grid).any(|(i, g)| i >= g) {
+        return Err(Error::new(Status::OutOfRange, origin, format!("tile {index:?} of a grid {grid:?}")));
+    }
+    Ok(())
+}
+
+fn unravel(mut n: usize, grid: &[usize]) -> SmallVec<[usize; 4]> {
+    let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, grid.len());
+    for k in (0..grid.len()).rev() {
+        idx[k] = n % grid[k];
+        n /= grid[k];
+    }
+    idx
+}
+
+fn ravel(idx: &[usize], grid: &[usize]) -> usize {
+    idx.iter().zip(grid).fold(0, |acc, (i, g)| acc * g + i)
+}
+
+impl std::fmt::Debug for BlockArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockArray").field("dtype", &self.0.dtype).field("blocks", &self.0.blocks.len()).field("grid", &self.grid()).finish()
+    }
+}

@@ -1,0 +1,362 @@
+//! Dense linear algebra from C: the gemm family, contraction, materialising
+//! permute and conj, reductions, and tile kernels.
+
+use std::ffi::c_char;
+
+use super::ops::submit_with;
+use super::tensor::array_arg;
+use super::{guard, tensor_arg};
+use super::{ta_diag, ta_error, ta_event, ta_scalar, ta_side, ta_status, ta_submit, ta_tensor, ta_uplo};
+use super::{TA_DIAG_NON_UNIT, TA_DIAG_UNIT, TA_SIDE_LEFT, TA_SIDE_RIGHT, TA_UPLO_LOWER, TA_UPLO_UPPER};
+use crate::dtype::Scalar;
+use crate::error::{Error, Status};
+use crate::ops::{self, ScalarArg, Uplo};
+use crate::Tensor;
+
+fn sc(s: ta_scalar) -> Scalar {
+    Scalar { re: s.re, im: s.im }
+}
+
+fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
+    match u {
+        TA_UPLO_LOWER => Ok(Uplo::Lower),
+        TA_UPLO_UPPER => Ok(Uplo::Upper),
+        _ => Err(Error::new(Status::InvalidArgument, origin, format!("unknown uplo {u}"))),
+    }
+}
+
+fn three(c: *const ta_tensor, a: *const ta_tensor, b: *const ta_tensor, origin: &'static str) -> Result<(Tensor, Tensor, Tensor), Error> {
+    Ok((tensor_arg(c, origin, "c")?, tensor_arg(a, origin, "a")?, tensor_arg(b, origin, "b")?))
+}
+
+/// `C = alpha·A·B + beta·C` for f32, f64, complex64 and complex128. `C` must
+/// exist with the product's shape (`TA_STATUS_SHAPE_MISMATCH`, known at
+/// submission). Transposed and conj views of `A` and `B` are used without
+/// copies. `alpha`/`beta` are immediate; see `ta_gemm_t` for 0-d tensors.
+#[no_mangle]
+pub extern "C" fn ta_gemm(
+    c: *const ta_tensor,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    beta: ta_scalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_gemm";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        submit_with(O, opts, event_out, |s| ops::gemm(&c, sc(alpha), &a, &b, sc(beta), s))
+    })
+}
+
+/// `ta_gemm` with `alpha` and `beta` read from 0-d tensors of the operation's
+/// dtype when the operation runs (asynchronous scalars, ordered like any operand).
+#[no_mangle]
+pub extern "C" fn ta_gemm_t(
+    c: *const ta_tensor,
+    alpha: *const ta_tensor,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    beta: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_gemm_t";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        let (al, be) = (tensor_arg(alpha, O, "alpha")?, tensor_arg(beta, O, "beta")?);
+        submit_with(O, opts, event_out, |s| ops::gemm(&c, &al, &a, &b, &be, s))
+    })
+}
+
+/// `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense
+/// row-major, the product's shape), a whole `C` of another shape gets new
+/// storage (refused while it has views), and a `C` of the right shape is
+/// written in place.
+#[no_mangle]
+pub extern "C" fn ta_assign_product(
+    c: *const ta_tensor,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_assign_product";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        submit_with(O, opts, event_out, |s| ops::assign_product(&c, sc(alpha), &a, &b, s))
+    })
+}
+
+/// `ta_assign_product` with `alpha` read from a 0-d tensor when the operation runs.
+#[no_mangle]
+pub extern "C" fn ta_assign_product_t(
+    c: *const ta_tensor,
+    alpha: *const ta_tensor,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_assign_product_t";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        let al = tensor_arg(alpha, O, "alpha")?;
+        submit_with(O, opts, event_out, |s| ops::assign_product(&c, &al, &a, &b, s))
+    })
+}
+
+/// `C = alpha·A·B + C`: `C` must exist with the product's shape.
+#[no_mangle]
+pub extern "C" fn ta_add_product(
+    c: *const ta_tensor,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_add_product";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        submit_with(O, opts, event_out, |s| ops::add_product(&c, sc(alpha), &a, &b, s))
+    })
+}
+
+/// `ta_add_product` with `alpha` read from a 0-d tensor when the operation runs.
+#[no_mangle]
+pub extern "C" fn ta_add_product_t(
+    c: *const ta_tensor,
+    alpha: *const ta_tensor,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_add_product_t";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        let al = tensor_arg(alpha, O, "alpha")?;
+        submit_with(O, opts, event_out, |s| ops::add_product(&c, &al, &a, &b, s))
+    })
+}
+
+/// Tensor contraction (tensordot): axes `a_axes[k]` of `A` and `b_axes[k]` of
+/// `B` (k < `naxes`) are summed over in pairs; `C`'s axes are `A`'s remaining
+/// axes then `B`'s, each in order. With `beta` NULL, an overwrite that
+/// constructs or reshapes `C` as `ta_assign_product` does; otherwise
+/// `C = alpha·(A·B) + beta·C` with `C` of the right shape.
+#[no_mangle]
+pub extern "C" fn ta_contract(
+    c: *const ta_tensor,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    naxes: usize,
+    a_axes: *const usize,
+    b_axes: *const usize,
+    beta: *const ta_scalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_contract";
+    guard(O, error, || {
+        let (c, a, b) = three(c, a, b, O)?;
+        let (aa, ba) = (array_arg(a_axes, naxes, O, "a_axes")?, array_arg(b_axes, naxes, O, "b_axes")?);
+        // SAFETY: a non-NULL `beta` points to a readable ta_scalar by the C contract.
+        let beta = (!beta.is_null()).then(|| ScalarArg::Value(sc(unsafe { *beta })));
+        submit_with(O, opts, event_out, |s| ops::contract(&c, sc(alpha), &a, &b, aa, ba, beta, s))
+    })
+}
+
+/// `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
+/// `src`), materialised; an unconstructed `dst` is constructed. (For a view
+/// without copying, see `ta_tensor_permute`.)
+#[no_mangle]
+pub extern "C" fn ta_permute(
+    dst: *const ta_tensor,
+    src: *const ta_tensor,
+    rank: usize,
+    perm: *const usize,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_permute";
+    guard(O, error, || {
+        let (d, s0) = (tensor_arg(dst, O, "dst")?, tensor_arg(src, O, "src")?);
+        let perm = array_arg(perm, rank, O, "perm")?;
+        submit_with(O, opts, event_out, |s| ops::permute(&d, &s0, perm, s))
+    })
+}
+
+/// `dst = conj(src)`, materialised (a copy for real dtypes); an unconstructed
+/// `dst` is constructed. (For a lazy view, see `ta_tensor_conj`.)
+#[no_mangle]
+pub extern "C" fn ta_conj(
+    dst: *const ta_tensor,
+    src: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_conj";
+    guard(O, error, || {
+        let (d, s0) = (tensor_arg(dst, O, "dst")?, tensor_arg(src, O, "src")?);
+        submit_with(O, opts, event_out, |s| ops::conj(&d, &s0, s))
+    })
+}
+
+/// The sum of `x` over `axes` (`naxes` of them) into `out`, a tensor of the
+/// remaining axes; `axes` NULL sums every element into a 0-d `out`. An
+/// unconstructed `out` is constructed.
+#[no_mangle]
+pub extern "C" fn ta_sum(
+    out: *const ta_tensor,
+    x: *const ta_tensor,
+    naxes: usize,
+    axes: *const usize,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_sum";
+    guard(O, error, || {
+        let (o, xt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?);
+        let axes = if axes.is_null() { None } else { Some(array_arg(axes, naxes, O, "axes")?) };
+        submit_with(O, opts, event_out, |s| ops::sum(&o, &xt, axes, s))
+    })
+}
+
+/// The dot product into a 0-d `out`: `sum(conj(x)·y)` when `conjugate` is
+/// non-zero, else `sum(x·y)`. `x` and `y` have equal extents.
+#[no_mangle]
+pub extern "C" fn ta_dot(
+    out: *const ta_tensor,
+    x: *const ta_tensor,
+    y: *const ta_tensor,
+    conjugate: i32,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_dot";
+    guard(O, error, || {
+        let (o, xt, yt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?, tensor_arg(y, O, "y")?);
+        submit_with(O, opts, event_out, |s| ops::dot(&o, &xt, &yt, conjugate != 0, s))
+    })
+}
+
+/// The Euclidean norm of every element of `x` into a 0-d `out` of the real
+/// dtype (f32 for complex64, f64 for complex128).
+#[no_mangle]
+pub extern "C" fn ta_norm2(
+    out: *const ta_tensor,
+    x: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_norm2";
+    guard(O, error, || {
+        let (o, xt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?);
+        submit_with(O, opts, event_out, |s| ops::norm2(&o, &xt, s))
+    })
+}
+
+/// In-place Cholesky factorisation of a square matrix: with
+/// `TA_UPLO_LOWER`, `A = L·L^H` and `L` overwrites the lower triangle (the
+/// strict upper triangle is untouched). A matrix that is not positive
+/// definite fails the operation and poisons `A`.
+#[no_mangle]
+pub extern "C" fn ta_potrf(
+    a: *const ta_tensor,
+    uplo: ta_uplo,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_potrf";
+    guard(O, error, || {
+        let at = tensor_arg(a, O, "a")?;
+        let u = uplo_arg(uplo, O)?;
+        submit_with(O, opts, event_out, |s| ops::potrf(&at, u, s))
+    })
+}
+
+/// Triangular solve: `A·X = alpha·B` (`TA_SIDE_LEFT`) or `X·A = alpha·B`
+/// (`TA_SIDE_RIGHT`), `X` overwriting `B`. `uplo` and `diag` describe `A` as
+/// given: a transposed view of a lower `L` is `TA_UPLO_UPPER`.
+#[no_mangle]
+pub extern "C" fn ta_trsm(
+    b: *const ta_tensor,
+    side: ta_side,
+    uplo: ta_uplo,
+    diag: ta_diag,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_trsm";
+    guard(O, error, || {
+        let (bt, at) = (tensor_arg(b, O, "b")?, tensor_arg(a, O, "a")?);
+        let left = match side {
+            TA_SIDE_LEFT => true,
+            TA_SIDE_RIGHT => false,
+            x => return Err(Error::new(Status::InvalidArgument, O, format!("unknown side {x}"))),
+        };
+        let unit = match diag {
+            TA_DIAG_NON_UNIT => false,
+            TA_DIAG_UNIT => true,
+            x => return Err(Error::new(Status::InvalidArgument, O, format!("unknown diag {x}"))),
+        };
+        let u = uplo_arg(uplo, O)?;
+        submit_with(O, opts, event_out, |s| ops::trsm(&bt, left, u, unit, sc(alpha), &at, s))
+    })
+}
+
+/// Symmetric (Hermitian for complex) rank-k update of one triangle of a
+/// square `C`: `C = alpha·A·A^H + beta·C` (real `alpha` and `beta` for complex).
+#[no_mangle]
+pub extern "C" fn ta_syrk(
+    c: *const ta_tensor,
+    uplo: ta_uplo,
+    alpha: ta_scalar,
+    a: *const ta_tensor,
+    beta: ta_scalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_syrk";
+    guard(O, error, || {
+        let (ct, at) = (tensor_arg(c, O, "c")?, tensor_arg(a, O, "a")?);
+        let u = uplo_arg(uplo, O)?;
+        submit_with(O, opts, event_out, |s| ops::syrk(&ct, u, sc(alpha), &at, Some(sc(beta)), s))
+    })
+}
+
+/// Describe the system BLAS found at run time (library and configuration)
+/// into `buf` as `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none
+/// was found (the BLAS backend then declines everything).
+#[no_mangle]
+pub extern "C" fn ta_blas_info(buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
+    const O: &str = "ta_blas_info";
+    guard(O, std::ptr::null_mut(), || {
+        let info = crate::backends::blas::blas_info()
+            .ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
+        super::error::copy_str(&info, buf, cap, len_out);
+        Ok(())
+    })
+}

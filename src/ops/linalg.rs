@@ -1,0 +1,419 @@
+//! Dense linear algebra on asynchronous operands (SPEC §2.5): the gemm
+//! family, tensor contraction, materialising permute and conj, reductions
+//! into 0-d tensors, and the tile kernels of a Cholesky factorisation.
+//!
+//! Scalars (alpha, beta) are immediate values or 0-d tensors of the
+//! operation's dtype ([`ScalarArg`]); a tensor scalar is one more operand,
+//! read when the task runs. Shapes are checked at submission (every operand's
+//! shape is known then), and the kernels check them again, naming the shapes.
+
+use smallvec::SmallVec;
+
+use super::elementwise::same_dtype_and_domain;
+use super::submit::{submit, Locked, Submit};
+use super::Body;
+use crate::backends::dense;
+use crate::dispatch::{self, NativeOp, ScalarSlot};
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result, Status};
+use crate::layout::{Extents, Order};
+use crate::queue::Mode;
+use crate::runtime::Event;
+use crate::value::{Tensor, Value};
+
+/// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
+#[derive(Clone, Copy)]
+pub enum ScalarArg<'a> {
+    Value(Scalar),
+    Tensor(&'a Tensor),
+}
+
+impl From<Scalar> for ScalarArg<'_> {
+    fn from(s: Scalar) -> Self {
+        ScalarArg::Value(s)
+    }
+}
+
+impl<'a> From<&'a Tensor> for ScalarArg<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        ScalarArg::Tensor(t)
+    }
+}
+
+/// Operands of one submission being put together: tensors with modes, and
+/// scalar slots that point at tensor operands.
+struct Args<'a> {
+    operands: SmallVec<[(&'a Tensor, Mode); 6]>,
+    dtype: DType,
+    origin: &'static str,
+}
+
+impl<'a> Args<'a> {
+    fn new(origin: &'static str, dtype: DType) -> Self {
+        Args { operands: SmallVec::new(), dtype, origin }
+    }
+
+    fn push(&mut self, t: &'a Tensor, m: Mode) -> usize {
+        self.operands.push((t, m));
+        self.operands.len() - 1
+    }
+
+    /// A scalar slot: immediate (checked for the dtype), or a read of a 0-d
+    /// tensor of the operation's dtype.
+    fn scalar(&mut self, s: ScalarArg<'a>) -> Result<ScalarSlot> {
+        match s {
+            ScalarArg::Value(v) => {
+                v.check_for(self.dtype, self.origin)?;
+                Ok(ScalarSlot::Imm(v))
+            }
+            ScalarArg::Tensor(t) => {
+                if t.dtype() != self.dtype {
+                    return Err(Error::new(
+                        Status::DtypeMismatch,
+                        self.origin,
+                        format!("a scalar tensor of {} for an operation on {}", t.dtype().name(), self.dtype.name()),
+                    ));
+                }
+                Ok(ScalarSlot::View(self.push(t, Mode::Read)))
+            }
+        }
+    }
+}
+
+/// Every scalar tensor operand (from `first` on) must be 0-d.
+fn scalars_are_0d(l: &Locked<'_>, first: usize, count: usize, origin: &'static str) -> Result<()> {
+    for i in first..count {
+        if let Some(layout) = l.layout(i) {
+            if layout.len() != 1 || layout.rank() != 0 {
+                return Err(Error::new(
+                    Status::ShapeMismatch,
+                    origin,
+                    format!("a scalar tensor must be 0-d, this one has extents {:?}", layout.extents),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn extents_of(l: &Locked<'_>, i: usize) -> Extents {
+    l.layout(i).map(|x| x.extents.clone()).unwrap_or_default()
+}
+
+/// An output of shape `want` that may be constructed (unconstructed), written
+/// in place (same shape), or replaced with new storage (another shape; only a
+/// whole value with no views, since views and earlier accesses keep the old
+/// storage).
+fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], origin: &'static str) -> Result<()> {
+    match l.layout(i).map(|x| x.extents.clone()) {
+        Some(have) if have.as_slice() == want => Ok(()),
+        None => {
+            l.state(i).contents = Some(Value::alloc_contents(dtype, want, Order::RowMajor, origin)?);
+            Ok(())
+        }
+        Some(have) => {
+            if l.is_view(i) {
+                return Err(Error::new(
+                    Status::ShapeMismatch,
+                    origin,
+                    format!("the output is a view of extents {have:?}; the result has extents {want:?}"),
+                ));
+            }
+            let fresh = Value::alloc_contents(dtype, want, Order::RowMajor, origin)?;
+            l.replace_contents(i, fresh, origin)
+        }
+    }
+}
+
+/// An output that must already have shape `want` (its old values count).
+fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str) -> Result<()> {
+    let have = extents_of(l, i);
+    if l.layout(i).is_some() && have.as_slice() != want {
+        return Err(Error::new(
+            Status::ShapeMismatch,
+            origin,
+            format!("the output has extents {have:?}, the result has extents {want:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn native(op: NativeOp, dtype: DType, c: &Tensor, opts: &Submit<'_>, origin: &'static str) -> Result<Body> {
+    let candidates = dispatch::select(op.tag(), dtype, c.domain(), opts.selector, origin)?;
+    Ok(Body::Native { op, candidates })
+}
+
+fn check_float(dtype: DType, origin: &'static str) -> Result<()> {
+    if dtype.is_float() {
+        Ok(())
+    } else {
+        Err(Error::new(Status::Unsupported, origin, format!("{origin} needs a float or complex dtype, not {}", dtype.name())))
+    }
+}
+
+fn gemm_like<'a>(
+    origin: &'static str,
+    c: &'a Tensor,
+    alpha: ScalarArg<'a>,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    beta: Option<ScalarArg<'a>>,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
+    same_dtype_and_domain(origin, &[c, a, b])?;
+    let dtype = c.dtype();
+    check_float(dtype, origin)?;
+    let mut args = Args::new(origin, dtype);
+    args.push(c, if beta.is_some() { Mode::Update } else { Mode::Write });
+    args.push(a, Mode::Read);
+    args.push(b, Mode::Read);
+    let alpha = args.scalar(alpha)?;
+    let beta = beta.map(|s| args.scalar(s)).transpose()?;
+    let body = native(NativeOp::Gemm { alpha, beta }, dtype, c, &opts, origin)?;
+    let n = args.operands.len();
+    submit(origin, origin, &args.operands, body, opts, |l| {
+        scalars_are_0d(l, 3, n, origin)?;
+        let (ea, eb) = (extents_of(l, 1), extents_of(l, 2));
+        let shape = dense::gemm_shape(&ea, &eb).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
+        if beta.is_some() {
+            require_output(l, 0, &shape, origin)
+        } else {
+            prepare_output(l, 0, dtype, &shape, origin)
+        }
+    })
+}
+
+/// `C = alpha·A·B`, an overwrite: constructs an unconstructed `C`, and
+/// replaces the storage of a whole `C` of another shape (not while it has
+/// views). Transposed and conj views of `A` and `B` are honoured without copies.
+pub fn assign_product<'a>(c: &'a Tensor, alpha: impl Into<ScalarArg<'a>>, a: &'a Tensor, b: &'a Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    gemm_like("assign_product", c, alpha.into(), a, b, None, opts)
+}
+
+/// `C = alpha·A·B + C`: `C` must exist with the product's shape.
+pub fn add_product<'a>(c: &'a Tensor, alpha: impl Into<ScalarArg<'a>>, a: &'a Tensor, b: &'a Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    gemm_like("add_product", c, alpha.into(), a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
+}
+
+/// `C = alpha·A·B + beta·C`: `C` must exist with the product's shape.
+pub fn gemm<'a>(
+    c: &'a Tensor,
+    alpha: impl Into<ScalarArg<'a>>,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    beta: impl Into<ScalarArg<'a>>,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
+    gemm_like("gemm", c, alpha.into(), a, b, Some(beta.into()), opts)
+}
+
+/// Tensor contraction (tensordot): pairs `(a_axes[k], b_axes[k])` are summed
+/// over; `C`'s axes are `A`'s free axes then `B`'s, each in order. With
+/// `beta` `None`, an overwrite (constructs or replaces `C` as
+/// [`assign_product`] does); otherwise `C = alpha·(A·B) + beta·C`.
+pub fn contract<'a>(
+    c: &'a Tensor,
+    alpha: impl Into<ScalarArg<'a>>,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    a_axes: &[usize],
+    b_axes: &[usize],
+    beta: Option<ScalarArg<'a>>,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
+    const O: &str = "contract";
+    same_dtype_and_domain(O, &[c, a, b])?;
+    let dtype = c.dtype();
+    check_float(dtype, O)?;
+    let mut args = Args::new(O, dtype);
+    args.push(c, if beta.is_some() { Mode::Update } else { Mode::Write });
+    args.push(a, Mode::Read);
+    args.push(b, Mode::Read);
+    let alpha = args.scalar(alpha.into())?;
+    let beta_slot = beta.map(|s| args.scalar(s)).transpose()?;
+    let op = NativeOp::Contract(Box::new(dispatch::ContractArgs {
+        alpha,
+        beta: beta_slot,
+        a_axes: a_axes.into(),
+        b_axes: b_axes.into(),
+    }));
+    let body = native(op, dtype, c, &opts, O)?;
+    let n = args.operands.len();
+    submit(O, O, &args.operands, body, opts, |l| {
+        scalars_are_0d(l, 3, n, O)?;
+        let shape = dense::contract_shape(&extents_of(l, 1), &extents_of(l, 2), a_axes, b_axes)
+            .map_err(|e| Error::new(e.status(), O, e.message().to_string()))?;
+        if beta_slot.is_some() {
+            require_output(l, 0, &shape, O)
+        } else {
+            prepare_output(l, 0, dtype, &shape, O)
+        }
+    })
+}
+
+/// `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
+/// `src`), materialised. Constructs an unconstructed `dst`.
+pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> Result<Option<Event>> {
+    const O: &str = "permute";
+    same_dtype_and_domain(O, &[dst, src])?;
+    check_float(dst.dtype(), O)?;
+    let dtype = dst.dtype();
+    let body = native(NativeOp::Permute(perm.into()), dtype, dst, &opts, O)?;
+    submit(O, O, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
+        let se = extents_of(l, 1);
+        let mut seen = vec![false; se.len()];
+        if perm.len() != se.len() || perm.iter().any(|&p| p >= se.len() || std::mem::replace(&mut seen[p], true)) {
+            return Err(Error::new(Status::InvalidArgument, O, format!("{perm:?} is not a permutation of the {} axes of {se:?}", se.len())));
+        }
+        let want: Vec<usize> = perm.iter().map(|&p| se[p]).collect();
+        prepare_output(l, 0, dtype, &want, O)
+    })
+}
+
+/// `dst = conj(src)`, materialised (a copy for real dtypes). Constructs an
+/// unconstructed `dst`.
+pub fn conj(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    const O: &str = "conj";
+    same_dtype_and_domain(O, &[dst, src])?;
+    check_float(dst.dtype(), O)?;
+    let dtype = dst.dtype();
+    let body = native(NativeOp::ConjCopy, dtype, dst, &opts, O)?;
+    submit(O, O, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
+        let want = extents_of(l, 1);
+        prepare_output(l, 0, dtype, &want, O)
+    })
+}
+
+/// The dtype a reduction of `x` writes: real for `norm2`, else `x`'s.
+fn reduction_dtype(x: DType, real: bool) -> DType {
+    match (x, real) {
+        (DType::C64, true) => DType::F32,
+        (DType::C128, true) => DType::F64,
+        (d, _) => d,
+    }
+}
+
+fn reduction(origin: &'static str, out: &Tensor, inputs: &[&Tensor], op: NativeOp, axes: Option<&[usize]>, real: bool, opts: Submit<'_>) -> Result<Option<Event>> {
+    same_dtype_and_domain(origin, inputs)?;
+    let x = inputs[0];
+    check_float(x.dtype(), origin)?;
+    let want_dtype = reduction_dtype(x.dtype(), real);
+    if out.dtype() != want_dtype {
+        return Err(Error::new(
+            Status::DtypeMismatch,
+            origin,
+            format!("{origin} of {} writes {}, the output is {}", x.dtype().name(), want_dtype.name(), out.dtype().name()),
+        ));
+    }
+    if out.domain() != x.domain() {
+        return Err(Error::new(Status::DomainMismatch, origin, "the output lives in another domain"));
+    }
+    let body = native(op, x.dtype(), x, &opts, origin)?;
+    let mut operands: SmallVec<[(&Tensor, Mode); 3]> = SmallVec::new();
+    operands.push((out, Mode::Write));
+    for t in inputs {
+        operands.push((t, Mode::Read));
+    }
+    submit(origin, origin, &operands, body, opts, |l| {
+        let xe = extents_of(l, 1);
+        if inputs.len() == 2 && extents_of(l, 2) != xe {
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                origin,
+                format!("x has extents {xe:?}, y has extents {:?}", extents_of(l, 2)),
+            ));
+        }
+        let want = dense::sum_shape(&xe, axes).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
+        prepare_output(l, 0, want_dtype, &want, origin)
+    })
+}
+
+/// Sum of all elements (`axes` `None`, into a 0-d tensor) or over the given
+/// axes (into a tensor of the remaining axes). Constructs an unconstructed `out`.
+pub fn sum(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_>) -> Result<Option<Event>> {
+    reduction("sum", out, &[x], NativeOp::Sum(axes.map(Into::into)), axes, false, opts)
+}
+
+/// `out = sum(conj(x) · y)` with `conjugate`, else `sum(x · y)`, into a 0-d tensor.
+pub fn dot(out: &Tensor, x: &Tensor, y: &Tensor, conjugate: bool, opts: Submit<'_>) -> Result<Option<Event>> {
+    reduction("dot", out, &[x, y], NativeOp::Dot { conjugate }, None, false, opts)
+}
+
+/// The Euclidean norm of all elements, into a 0-d tensor of the real dtype.
+pub fn norm2(out: &Tensor, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    reduction("norm2", out, &[x], NativeOp::Norm2, None, true, opts)
+}
+
+/// Which triangle of a matrix an operation uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Uplo {
+    Lower,
+    Upper,
+}
+
+/// In-place Cholesky factorisation of a square matrix: with `Lower`,
+/// `A = L·L^H` and `L` overwrites the lower triangle (the strict upper one is
+/// untouched). A matrix that is not positive definite fails the operation
+/// (and poisons `A`).
+pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> {
+    const O: &str = "potrf";
+    check_float(a.dtype(), O)?;
+    let body = native(NativeOp::Potrf { lower: uplo == Uplo::Lower }, a.dtype(), a, &opts, O)?;
+    submit(O, O, &[(a, Mode::Update)], body, opts, |l| {
+        let e = extents_of(l, 0);
+        if e.len() != 2 || e[0] != e[1] {
+            return Err(Error::new(Status::ShapeMismatch, O, format!("potrf needs a square matrix, not extents {e:?}")));
+        }
+        Ok(())
+    })
+}
+
+/// Triangular solve: `op(A)·X = alpha·B` (`left`) or `X·op(A) = alpha·B`,
+/// `X` overwriting `B`. `A` is triangular as given (`uplo` describes the
+/// matrix the handle shows, so a transposed view of a lower `L` is `Upper`);
+/// `unit_diag` treats its diagonal as ones.
+pub fn trsm(b: &Tensor, left: bool, uplo: Uplo, unit_diag: bool, alpha: Scalar, a: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+    const O: &str = "trsm";
+    same_dtype_and_domain(O, &[b, a])?;
+    check_float(b.dtype(), O)?;
+    alpha.check_for(b.dtype(), O)?;
+    let op = NativeOp::Trsm { left, lower: uplo == Uplo::Lower, unit_diag, alpha };
+    let body = native(op, b.dtype(), b, &opts, O)?;
+    submit(O, O, &[(b, Mode::Update), (a, Mode::Read)], body, opts, |l| {
+        let (eb, ea) = (extents_of(l, 0), extents_of(l, 1));
+        let need = if left { eb.first().copied() } else { eb.get(1).copied() };
+        if eb.len() != 2 || ea.len() != 2 || ea[0] != ea[1] || need != Some(ea[0]) {
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                O,
+                format!("trsm: A is {ea:?} and B is {eb:?}; A must be square and match B's {} extent", if left { "row" } else { "column" }),
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Symmetric (Hermitian) rank-k update of one triangle: `C = alpha·A·A^H +
+/// beta·C` (`beta` `None`: `C`'s old values are not read).
+pub fn syrk(c: &Tensor, uplo: Uplo, alpha: Scalar, a: &Tensor, beta: Option<Scalar>, opts: Submit<'_>) -> Result<Option<Event>> {
+    const O: &str = "syrk";
+    same_dtype_and_domain(O, &[c, a])?;
+    check_float(c.dtype(), O)?;
+    for (what, s) in [("alpha", Some(alpha)), ("beta", beta)] {
+        let Some(s) = s else { continue };
+        s.check_for(c.dtype(), O)?;
+        if s.im != 0.0 {
+            return Err(Error::new(Status::InvalidArgument, O, format!("{what} must be real (a Hermitian update), not {} + {}i", s.re, s.im)));
+        }
+    }
+    let op = NativeOp::Syrk { lower: uplo == Uplo::Lower, alpha, beta };
+    let body = native(op, c.dtype(), c, &opts, O)?;
+    // An update even without beta: the other triangle keeps its old values.
+    submit(O, O, &[(c, Mode::Update), (a, Mode::Read)], body, opts, |l| {
+        let (ec, ea) = (extents_of(l, 0), extents_of(l, 1));
+        if ec.len() != 2 || ea.len() != 2 || ec[0] != ec[1] || ec[0] != ea[0] {
+            return Err(Error::new(Status::ShapeMismatch, O, format!("syrk: C is {ec:?} and A is {ea:?}; C must be square with A's row count")));
+        }
+        Ok(())
+    })
+}
