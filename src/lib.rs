@@ -27,6 +27,7 @@ compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit val
 
 pub mod backends;
 pub mod blocks;
+pub mod device;
 pub mod dispatch;
 pub mod domain;
 pub mod dtype;
