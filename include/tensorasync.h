@@ -27,6 +27,13 @@
 #define TA_WAIT_FOREVER (-1)
 
 /**
+ * `ta_submit.flags`: inputs that live in another domain than the output are
+ * copied there first (by ordinary scheduled copies into temporaries),
+ * instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
+ */
+#define TA_SUBMIT_TRANSFER 1
+
+/**
  * Major version of the library.
  */
 #define TA_VERSION_MAJOR 0
@@ -193,6 +200,10 @@ typedef struct ta_submit {
    * Allowed backends: a bit set of `1u << TA_BACKEND_x`; 0 for any.
    */
   uint32_t backends;
+  /**
+   * Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+   */
+  uint32_t flags;
 } ta_submit;
 
 /**
@@ -652,6 +663,23 @@ ta_status ta_blocks_all(const struct ta_blocks *blocks,
  * and keep the allocation alive. NULL is a no-op.
  */
 ta_status ta_blocks_free(struct ta_blocks *blocks);
+
+/**
+ * The number of CUDA devices. `TA_STATUS_CUDA_UNAVAILABLE` (with the reason
+ * in `*error`) when there is no driver or no device; the library then runs
+ * everything on the host and never crashes for lack of CUDA. With the
+ * environment variable `TA_SIMULATED_DEVICES=n` set before the first device
+ * use, the process gets `n` simulated devices instead (host memory behind
+ * the device interface, for trying and testing device code without a GPU).
+ */
+ta_status ta_cuda_device_count(size_t *count_out, struct ta_error **error);
+
+/**
+ * Describe CUDA device `ordinal` (kind, name, memory) into `buf` as
+ * `ta_error_message` does. `TA_STATUS_CUDA_UNAVAILABLE` for a device that
+ * does not exist.
+ */
+ta_status ta_cuda_device_info(uint32_t ordinal, char *buf, size_t cap, size_t *len_out);
 
 /**
  * The name of a status (for example `"TA_STATUS_STALE_HANDLE"`), as a static

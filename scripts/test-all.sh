@@ -16,6 +16,9 @@ missing=()
 for tool in valgrind:valgrind pkg-config:pkg-config g++:g++ make:make; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
+# OpenBLAS at run time, so the tests of the system-BLAS backend run with a
+# library present (they also test its absence, in a child process).
+ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0' || missing+=(libopenblas0)
 if ((${#missing[@]})); then
   step "installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -66,19 +66,12 @@ impl Coalesced {
 #[derive(Clone)]
 pub struct BlockArray(Arc<BlockArrayInner>);
 
-fn check_host(domain: Domain, origin: &'static str) -> Result<()> {
-    match domain {
-        Domain::Host => Ok(()),
-        Domain::Cuda(n) => Err(Error::new(Status::CudaUnavailable, origin, format!("CUDA device {n} is not available in this build"))),
-    }
-}
-
 impl BlockArray {
     /// A zero-filled tiled array of `extents`, cut in tiles of `tile` (the
     /// last tile on an axis may be ragged), stored as one dense array in `order`.
     pub fn tiled(dtype: DType, extents: &[usize], tile: &[usize], order: Order, domain: Domain) -> Result<BlockArray> {
         const O: &str = "blocks_new_tiled";
-        check_host(domain, O)?;
+        crate::value::check_domain(domain, O)?;
         if tile.len() != extents.len() {
             return Err(Error::new(
                 Status::ShapeMismatch,
@@ -90,7 +83,7 @@ impl BlockArray {
             return Err(Error::new(Status::InvalidArgument, O, format!("tile extents {tile:?} must be positive")));
         }
         let grid: SmallVec<[usize; 4]> = extents.iter().zip(tile).map(|(&e, &t)| e.div_ceil(t)).collect();
-        let (storage, whole) = alloc(dtype, extents, order, O)?;
+        let (storage, whole) = alloc(dtype, extents, order, domain, O)?;
         let count: usize = grid.iter().product();
         let mut layouts = Vec::with_capacity(count);
         for linear in 0..count {
@@ -104,14 +97,14 @@ impl BlockArray {
             layouts.push(Layout { offset, extents: ext, strides: whole.strides.clone() });
         }
         let shape = Shape::Tiled { extents: extents.into(), tile: tile.into(), grid, whole };
-        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?))
+        BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?).zeroed()
     }
 
     /// A zero-filled list of blocks of the given shapes (block-sparse
     /// storage), each dense in `order`, one after another in one allocation.
     pub fn list(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
         const O: &str = "blocks_new_list";
-        check_host(domain, O)?;
+        crate::value::check_domain(domain, O)?;
         let mut layouts = Vec::with_capacity(shapes.len());
         let mut offset = 0usize;
         for s in shapes {
@@ -121,8 +114,20 @@ impl BlockArray {
             offset = offset.checked_add(n).ok_or_else(|| Error::new(Status::OutOfMemory, O, "the blocks are too large"))?;
             layouts.push(l);
         }
-        let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, O)?;
-        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?))
+        let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, domain, O)?;
+        BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?).zeroed()
+    }
+
+    /// Host allocations come zeroed; device memory gets a zero fill as each
+    /// block's first operation (on the default runtime), so creation never
+    /// waits for the device and every later access follows the fill.
+    fn zeroed(self) -> Result<BlockArray> {
+        if self.0.domain != Domain::Host {
+            for i in 0..self.count() {
+                crate::ops::fill(&self.block(i)?, crate::dtype::Scalar::real(0.0), Default::default())?;
+            }
+        }
+        Ok(self)
     }
 
     fn assemble(
@@ -280,15 +285,19 @@ impl BlockArray {
     }
 }
 
-/// The shared allocation: zeroed, dense in `order`.
-fn alloc(dtype: DType, extents: &[usize], order: Order, origin: &'static str) -> Result<(Arc<Storage>, Layout)> {
+/// The shared allocation: zeroed, dense in `order`, in `domain`.
+fn alloc(dtype: DType, extents: &[usize], order: Order, domain: Domain, origin: &'static str) -> Result<(Arc<Storage>, Layout)> {
     let layout = Layout::contiguous(extents, order);
     let bytes = layout
         .checked_len()
         .and_then(|n| n.checked_mul(dtype.size()))
         .filter(|&b| b <= isize::MAX as usize)
         .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large")))?;
-    Ok((Arc::new(Storage::alloc_zeroed(bytes, origin)?), layout))
+    let storage = match domain {
+        Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
+        Domain::Cuda(d) => crate::device::storage::alloc(d, bytes, origin)?,
+    };
+    Ok((Arc::new(storage), layout))
 }
 
 fn check_index(index: &[usize], grid: &[usize], origin: &'static str) -> Result<()> {

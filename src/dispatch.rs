@@ -8,14 +8,20 @@
 //! device, resources) only before it has written anything, and the first that
 //! accepts runs. If all decline, the error names each backend and its reason.
 
+use std::any::Any;
 use std::fmt::Write as _;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use crate::backends;
+use crate::device::{Device, StreamId};
 use crate::domain::Domain;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::Layout;
 use crate::ops::ResolvedView;
+use crate::runtime::task::Issue;
 
 /// Operation tags for dispatched (non-user) operations.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -93,8 +99,36 @@ pub(crate) trait Backend: Sync {
     /// Static capability, decided at submission from the tag, dtype and domain.
     fn offers(&self, tag: OpTag, dtype: DType, domain: Domain) -> bool;
     /// Run `op` on resolved views, or decline before writing anything.
-    fn run(&self, op: &NativeOp, views: &[ResolvedView<'_>]) -> Outcome;
+    /// Host backends ignore `cx`; a device backend follows `cx.waits` and
+    /// reports the work it queued in `cx.issued`.
+    fn run(&self, op: &NativeOp, views: &[ResolvedView<'_>], cx: &mut RunCtx) -> Outcome;
 }
+
+/// Device context of one run of an operation's body.
+#[derive(Default)]
+pub(crate) struct RunCtx {
+    /// Markers of same-device predecessors: the work must queue behind them.
+    pub(crate) waits: SmallVec<[Issue; 2]>,
+    /// Set by a device backend that queued work.
+    pub(crate) issued: Option<Issued>,
+}
+
+/// Work a device backend queued: where, and what the finish still needs.
+pub(crate) struct Issued {
+    pub(crate) device: Arc<dyn Device>,
+    /// The stream the work is on (the last one, if it used several after
+    /// joining them).
+    pub(crate) stream: StreamId,
+    /// Host work to run once the device work is done (for example, unpack a
+    /// staging buffer into host memory); its error fails the operation.
+    pub(crate) finisher: Option<Finisher>,
+    /// What must live until the device work is done (staging buffers, and
+    /// storage of temporaries).
+    pub(crate) keep: SmallVec<[Box<dyn Any + Send>; 2]>,
+}
+
+/// See [`Issued::finisher`].
+pub(crate) type Finisher = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// Host memory given by the caller for copy-in/copy-out. The caller keeps it
 /// valid until the operation completes (documented at the C ABI).
@@ -207,11 +241,18 @@ pub(crate) struct Candidates {
     set: u32,
 }
 
+impl Candidates {
+    /// The domain the operation runs in.
+    pub(crate) fn domain(&self) -> Domain {
+        self.domain
+    }
+}
+
 /// Backends for a domain, in preference order.
 fn registry(domain: Domain) -> &'static [&'static dyn Backend] {
     match domain {
         Domain::Host => backends::HOST,
-        Domain::Cuda(_) => &[],
+        Domain::Cuda(_) => backends::DEVICE,
     }
 }
 
@@ -240,18 +281,25 @@ pub(crate) fn select(
 }
 
 /// Offer `op` to each candidate in order; the first that accepts runs.
-pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName) -> Result<()> {
-    walk_list(registry(c.domain), c.set, op, views, origin)
+pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName, cx: &mut RunCtx) -> Result<()> {
+    walk_list(registry(c.domain), c.set, op, views, origin, cx)
 }
 
 /// [`walk`] over an explicit backend list (`set` selects entries by index).
-fn walk_list(list: &[&dyn Backend], set: u32, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName) -> Result<()> {
+fn walk_list(
+    list: &[&dyn Backend],
+    set: u32,
+    op: &NativeOp,
+    views: &[ResolvedView<'_>],
+    origin: &crate::ops::OpName,
+    cx: &mut RunCtx,
+) -> Result<()> {
     let mut reasons = String::new();
     for (i, b) in list.iter().enumerate() {
         if set & (1 << i) == 0 {
             continue;
         }
-        match b.run(op, views) {
+        match b.run(op, views, cx) {
             Outcome::Done(r) => return r,
             Outcome::Declined(why) => {
                 let _ = write!(reasons, "{}{}: {}", if reasons.is_empty() { "" } else { "; " }, b.name(), why);
@@ -287,7 +335,7 @@ mod tests {
         fn offers(&self, _: OpTag, _: DType, _: Domain) -> bool {
             true
         }
-        fn run(&self, _: &NativeOp, _: &[ResolvedView<'_>]) -> Outcome {
+        fn run(&self, _: &NativeOp, _: &[ResolvedView<'_>], _: &mut RunCtx) -> Outcome {
             if self.decline {
                 return Outcome::Declined(format!("{} does not like this layout", self.name));
             }
@@ -305,20 +353,20 @@ mod tests {
         let (a, b, c) = (fake("first", true), fake("second", false), fake("third", false));
         let list: [&dyn Backend; 3] = [&a, &b, &c];
         let name = OpName::Static("gemm");
-        walk_list(&list, 0b111, &NativeOp::Copy, &[], &name).unwrap();
+        walk_list(&list, 0b111, &NativeOp::Copy, &[], &name, &mut RunCtx::default()).unwrap();
         assert_eq!(b.ran.load(std::sync::atomic::Ordering::SeqCst), 1, "the second backend ran");
         assert_eq!(c.ran.load(std::sync::atomic::Ordering::SeqCst), 0, "the walk stopped at the first acceptance");
         // Skipping the accepting backends leaves only decliners.
         let (d, e) = (fake("blas", true), fake("cuda", true));
         let list: [&dyn Backend; 3] = [&a, &d, &e];
-        let err = walk_list(&list, 0b111, &NativeOp::Copy, &[], &name).unwrap_err();
+        let err = walk_list(&list, 0b111, &NativeOp::Copy, &[], &name, &mut RunCtx::default()).unwrap_err();
         assert_eq!(err.status(), Status::NoBackend);
         assert_eq!(err.origin(), "gemm");
         for n in ["first", "blas", "cuda"] {
             assert!(err.message().contains(&format!("{n}: {n} does not like")), "{}", err.message());
         }
         // The set restricts which entries are offered the operation.
-        let err = walk_list(&[&a, &b], 0b01, &NativeOp::Copy, &[], &name).unwrap_err();
+        let err = walk_list(&[&a, &b], 0b01, &NativeOp::Copy, &[], &name, &mut RunCtx::default()).unwrap_err();
         assert!(!err.message().contains("second"));
     }
 }

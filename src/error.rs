@@ -244,6 +244,11 @@ impl Error {
     pub fn origin(&self) -> &str {
         &self.0.origin
     }
+    /// A new error with the same status, code and message, started by `origin`
+    /// (for a check that a helper made on an operation's behalf).
+    pub fn with_origin(&self, origin: impl Into<Cow<'static, str>>) -> Error {
+        Error::with_code(self.status(), origin, self.message(), self.code())
+    }
     /// Whether two errors are the same object (propagated rather than re-created).
     pub fn same_as(&self, other: &Error) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

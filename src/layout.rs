@@ -157,22 +157,11 @@ impl Layout {
     }
 }
 
-/// Visit every element of `N` equally-shaped layouts in runs: `f(starts, len, steps)`
-/// is called with the element offset of each operand at the start of a run, the
-/// run length and each operand's step within the run. Axes of extent 1 are
-/// dropped, axes are ordered by the first operand's stride (innermost = smallest)
-/// and adjacent axes that are contiguous for every operand are merged, so dense
-/// data is visited as one long run.
-pub fn for_each_run<const N: usize>(
-    extents: &[usize],
-    offsets: [isize; N],
-    strides: [&[isize]; N],
-    mut f: impl FnMut([isize; N], usize, [isize; N]),
-) {
-    if extents.iter().any(|&e| e == 0) {
-        return;
-    }
-    // (extent, per-operand strides), outermost first.
+/// The axes of `N` equally-shaped layouts as `(extent, per-operand strides)`,
+/// outermost first: axes of extent 1 dropped, ordered by the first operand's
+/// stride (innermost = smallest), adjacent axes that are contiguous for every
+/// operand merged. Empty for a single element.
+fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     let mut dims: SmallVec<[(usize, [isize; N]); 4]> = extents
         .iter()
         .enumerate()
@@ -191,16 +180,17 @@ pub fn for_each_run<const N: usize>(
         }
         merged.push((e, s));
     }
-    let Some(&(run, steps)) = merged.last() else {
-        f(offsets, 1, [0; N]);
-        return;
-    };
-    let outer = &merged[..merged.len() - 1];
+    merged
+}
+
+/// Call `f(base)` for every index of the `outer` axes (outermost first),
+/// `base` being each operand's offset there.
+fn for_each_outer<const N: usize>(outer: &[(usize, [isize; N])], offsets: [isize; N], mut f: impl FnMut([isize; N])) {
     let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, outer.len());
     let mut base = offsets;
     loop {
-        f(base, run, steps);
-        // Odometer increment over the outer axes, innermost outer axis first.
+        f(base);
+        // Odometer increment, innermost outer axis first.
         let mut ax = outer.len();
         loop {
             if ax == 0 {
@@ -222,9 +212,90 @@ pub fn for_each_run<const N: usize>(
     }
 }
 
+/// Visit every element of `N` equally-shaped layouts in runs: `f(starts, len, steps)`
+/// is called with the element offset of each operand at the start of a run, the
+/// run length and each operand's step within the run. Axes of extent 1 are
+/// dropped, axes are ordered by the first operand's stride (innermost = smallest)
+/// and adjacent axes that are contiguous for every operand are merged, so dense
+/// data is visited as one long run.
+pub fn for_each_run<const N: usize>(
+    extents: &[usize],
+    offsets: [isize; N],
+    strides: [&[isize]; N],
+    mut f: impl FnMut([isize; N], usize, [isize; N]),
+) {
+    if extents.iter().any(|&e| e == 0) {
+        return;
+    }
+    let merged = merged_axes(extents, strides);
+    let Some(&(run, steps)) = merged.last() else {
+        f(offsets, 1, [0; N]);
+        return;
+    };
+    for_each_outer(&merged[..merged.len() - 1], offsets, |base| f(base, run, steps));
+}
+
+/// Like [`for_each_run`], two axes at a time: `f(starts, (len, steps),
+/// (rows, pitches))` visits `rows` runs, run `r` of operand `k` starting at
+/// `starts[k] + r * pitches[k]` (for devices, whose copies and memsets take
+/// such planes in one call). `rows` is 1 (pitches 0) when there is one axis.
+pub fn for_each_plane<const N: usize>(
+    extents: &[usize],
+    offsets: [isize; N],
+    strides: [&[isize]; N],
+    mut f: impl FnMut([isize; N], (usize, [isize; N]), (usize, [isize; N])),
+) {
+    if extents.iter().any(|&e| e == 0) {
+        return;
+    }
+    let merged = merged_axes(extents, strides);
+    match merged.len() {
+        0 => f(offsets, (1, [0; N]), (1, [0; N])),
+        1 => f(offsets, merged[0], (1, [0; N])),
+        n => {
+            let (inner, rows) = (merged[n - 1], merged[n - 2]);
+            for_each_outer(&merged[..n - 2], offsets, |base| f(base, inner, rows));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Planes visit exactly the elements runs visit, for dense, strided,
+    /// permuted and negative-stride layouts of ranks 0 to 4.
+    #[test]
+    fn planes_cover_what_runs_cover() {
+        let cases: Vec<(Vec<usize>, Vec<isize>)> = vec![
+            (vec![], vec![]),
+            (vec![5], vec![1]),
+            (vec![5], vec![-3]),
+            (vec![3, 4], vec![4, 1]),
+            (vec![3, 4], vec![1, 3]),
+            (vec![3, 4], vec![10, 2]),
+            (vec![2, 3, 4], vec![12, 4, 1]),
+            (vec![2, 3, 4], vec![1, 2, 6]),
+            (vec![2, 1, 3, 2], vec![-20, 7, 5, 1]),
+            (vec![2, 0, 3], vec![3, 3, 1]),
+        ];
+        for (extents, strides) in cases {
+            let mut runs = vec![];
+            for_each_run(&extents, [100, 7], [&strides, &strides], |[s, t], n, [st, _]| {
+                assert_eq!(s - 100, t - 7);
+                runs.extend((0..n as isize).map(|i| s + i * st));
+            });
+            let mut planes = vec![];
+            for_each_plane(&extents, [100], [&strides], |[s], (n, [st]), (rows, [p])| {
+                for r in 0..rows as isize {
+                    planes.extend((0..n as isize).map(|i| s + r * p + i * st));
+                }
+            });
+            runs.sort();
+            planes.sort();
+            assert_eq!(runs, planes, "extents {extents:?} strides {strides:?}");
+        }
+    }
 
     fn offsets_of(l: &Layout) -> Vec<isize> {
         let mut v = vec![];

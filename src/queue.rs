@@ -90,19 +90,30 @@ impl EpochQueue {
     /// `stamp` (at least [`EpochQueue::next_stamp`] of every queue the
     /// operation enrolls on, so stamps of conflicting operations follow their
     /// order on every queue they share).
-    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region, stamp: u64) {
+    ///
+    /// `on_device`: the value lives on a device and `task` is a device task,
+    /// so a predecessor on the same device only has to be issued, not
+    /// finished, before `task` starts (see [`Task::depend_on_device`]).
+    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region, stamp: u64, on_device: bool) {
         let writes = mode.writes();
         let whole = matches!(region, Region::Full);
+        let depend = |pred: &Arc<Task>| {
+            if on_device {
+                task.depend_on_device(pred)
+            } else {
+                task.depend_on(pred)
+            }
+        };
         if writes {
             for e in &self.frontier {
                 if whole || e.region.may_overlap(region) {
-                    task.depend_on(&e.task);
+                    depend(&e.task);
                 }
             }
         } else {
             for e in self.frontier.iter().take_while(|e| e.writes) {
                 if whole || e.region.may_overlap(region) {
-                    task.depend_on(&e.task);
+                    depend(&e.task);
                 }
             }
         }

@@ -171,16 +171,20 @@ impl Value {
         self.poisoned.store(!s.poison.is_empty(), Ordering::Release);
     }
 
-    /// Zeroed dense contents for `extents` (used at creation and by overwrites
-    /// that construct their output).
-    pub(crate) fn alloc_contents(dtype: DType, extents: &[usize], order: Order, origin: &'static str) -> Result<Arc<Contents>> {
+    /// Dense contents for `extents` in `domain` (used at creation and by
+    /// overwrites that construct their output): zeroed on the host,
+    /// uninitialised on a device (see [`Tensor::zeros`]).
+    pub(crate) fn alloc_contents(dtype: DType, extents: &[usize], order: Order, domain: Domain, origin: &'static str) -> Result<Arc<Contents>> {
         let layout = Layout::contiguous(extents, order);
         let bytes = layout
             .checked_len()
             .and_then(|n| n.checked_mul(dtype.size()))
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large")))?;
-        let storage = Storage::alloc_zeroed(bytes, origin)?;
+        let storage = match domain {
+            Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
+            Domain::Cuda(d) => crate::device::storage::alloc(d, bytes, origin)?,
+        };
         Ok(Contents::owning(storage, layout))
     }
 }
@@ -218,14 +222,11 @@ impl<'a> Iterator for Hazards<'a> {
     }
 }
 
-fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
+/// Host always; a device only if this process has it.
+pub(crate) fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
     match domain {
         Domain::Host => Ok(()),
-        Domain::Cuda(n) => Err(Error::new(
-            Status::CudaUnavailable,
-            origin,
-            format!("CUDA device {n} is not available in this build"),
-        )),
+        Domain::Cuda(n) => crate::device::device(n).map(drop).map_err(|e| e.with_origin(origin)),
     }
 }
 
@@ -291,9 +292,17 @@ impl Tensor {
 
     /// A zero-filled tensor.
     pub fn zeros(dtype: DType, extents: &[usize], order: Order, domain: Domain) -> Result<Tensor> {
-        check_domain(domain, "tensor_new_zeros")?;
-        let contents = Value::alloc_contents(dtype, extents, order, "tensor_new_zeros")?;
-        Ok(Tensor::whole(Value::new(dtype, domain, Some(contents), false)))
+        const O: &str = "tensor_new_zeros";
+        check_domain(domain, O)?;
+        let contents = Value::alloc_contents(dtype, extents, order, domain, O)?;
+        let t = Tensor::whole(Value::new(dtype, domain, Some(contents), false));
+        if domain != Domain::Host {
+            // Device memory is zeroed by the tensor's first operation (on
+            // the default runtime): creation never waits for the device, and
+            // every later access follows the fill.
+            crate::ops::fill(&t, crate::dtype::Scalar::real(0.0), Default::default()).map_err(|e| e.with_origin(O))?;
+        }
+        Ok(t)
     }
 
     /// A tensor holding a copy of `data`, laid out densely in `order`.
@@ -317,7 +326,7 @@ impl Tensor {
     /// Every element `src` addresses must be readable at `ptr` (offsets in
     /// elements of `dtype`).
     pub unsafe fn from_host(dtype: DType, src: &Layout, ptr: *const u8, order: Order) -> Result<Tensor> {
-        let c = Value::alloc_contents(dtype, &src.extents, order, "tensor_new_copy")?;
+        let c = Value::alloc_contents(dtype, &src.extents, order, Domain::Host, "tensor_new_copy")?;
         // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
         unsafe { crate::backends::native::copy_raw(dtype, c.storage().ptr(), &c.layout, ptr, src) };
         Ok(Tensor::whole(Value::new(dtype, Domain::Host, Some(c), false)))

@@ -6,95 +6,15 @@
 
 mod common;
 
+use common::numeric::*;
 use common::LONG;
-use num_complex::{Complex32, Complex64};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tensorasync::*;
 
-/// A tiny complex-capable number for references: values as Complex64.
-type C = Complex64;
-
 fn rt() -> Runtime {
     Runtime::new(2).unwrap()
 }
-
-/// A tensor of `dtype` with the given logical values (row-major order of
-/// `extents`), stored in `order`.
-fn make(dtype: DType, extents: &[usize], order: Order, vals: &[C]) -> Tensor {
-    let src = Layout::contiguous(extents, Order::RowMajor);
-    macro_rules! build {
-        ($v:expr) => {{
-            let data: Vec<_> = $v;
-            unsafe { Tensor::from_host(dtype, &src, data.as_ptr().cast(), order) }.unwrap()
-        }};
-    }
-    match dtype {
-        DType::F32 => build!(vals.iter().map(|z| z.re as f32).collect()),
-        DType::F64 => build!(vals.iter().map(|z| z.re).collect()),
-        DType::C64 => build!(vals.iter().map(|z| Complex32::new(z.re as f32, z.im as f32)).collect()),
-        DType::C128 => build!(vals.to_vec()),
-        _ => unreachable!(),
-    }
-}
-
-/// Read a tensor's logical values (row-major) as Complex64.
-fn read(t: &Tensor) -> Vec<C> {
-    let n: usize = t.extents().unwrap().iter().product();
-    let opts = || Submit::default().with_event();
-    macro_rules! get {
-        ($T:ty, $conv:expr) => {{
-            let mut out = vec![<$T>::default(); n];
-            unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), n, None, opts()) }.unwrap().unwrap().wait(LONG).unwrap();
-            out.into_iter().map($conv).collect()
-        }};
-    }
-    match t.dtype() {
-        DType::F32 => get!(f32, |x: f32| C::new(x as f64, 0.0)),
-        DType::F64 => get!(f64, |x: f64| C::new(x, 0.0)),
-        DType::C64 => get!(Complex32, |z: Complex32| C::new(z.re as f64, z.im as f64)),
-        DType::C128 => get!(Complex64, |z| z),
-        _ => unreachable!(),
-    }
-}
-
-fn random(rng: &mut SmallRng, n: usize, complex: bool) -> Vec<C> {
-    (0..n).map(|_| C::new(rng.gen_range(-1.0..1.0), if complex { rng.gen_range(-1.0..1.0) } else { 0.0 })).collect()
-}
-
-fn tol(dtype: DType) -> f64 {
-    match dtype {
-        DType::F32 | DType::C64 => 1e-4,
-        _ => 1e-11,
-    }
-}
-
-fn assert_close(got: &[C], want: &[C], dtype: DType, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths");
-    let scale = want.iter().map(|z| z.norm()).fold(1.0, f64::max);
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).norm() <= tol(dtype) * scale, "{what}: element {k} is {g}, want {w}");
-    }
-}
-
-/// Naive matrix product of logical row-major matrices.
-fn matmul(a: &[C], b: &[C], m: usize, k: usize, n: usize) -> Vec<C> {
-    let mut c = vec![C::new(0.0, 0.0); m * n];
-    for i in 0..m {
-        for j in 0..n {
-            for p in 0..k {
-                c[i * n + j] += a[i * k + p] * b[p * n + j];
-            }
-        }
-    }
-    c
-}
-
-fn transpose(a: &[C], rows: usize, cols: usize) -> Vec<C> {
-    (0..cols).flat_map(|j| (0..rows).map(move |i| a[i * cols + j])).collect()
-}
-
-const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C64, DType::C128];
 
 #[test]
 fn gemm_family_on_views_for_every_dtype() {
@@ -160,10 +80,12 @@ fn outputs_are_constructed_replaced_or_rejected() {
     assert!(e.message().contains("[3, 3]") && e.message().contains("[2, 2]"), "names the shapes: {}", e.message());
     // assign_product replaces the storage of an output of another shape ...
     let r = Tensor::zeros(DType::F64, &[5], Order::RowMajor, Domain::Host).unwrap();
-    let old_reader = f64s_reader(&r);
+    ops::fill(&r, Scalar::real(7.0), Submit::on(&rt)).unwrap();
+    let (old_reader, old) = f64s_reader(&r);
     ops::assign_product(&r, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap();
     assert_eq!(r.extents().unwrap().as_slice(), &[2, 2]);
     old_reader.wait(LONG).unwrap();
+    assert_eq!(&old[..], &[7.0; 5], "the earlier read saw the old storage");
     // ... but not while it has views.
     let v = r.slice(&[SliceSpec::range(0, 1), SliceSpec::all(2)]).unwrap();
     let e = ops::assign_product(&r, Scalar::real(1.0), &b, &a, Submit::on(&rt)).unwrap_err();
@@ -182,11 +104,15 @@ fn outputs_are_constructed_replaced_or_rejected() {
     assert_eq!(ops::gemm(&i, Scalar::real(1.0), &j, &k, Scalar::real(0.0), Submit::on(&rt)).unwrap_err().status(), Status::Unsupported);
 }
 
-/// A read of `t` submitted now (it must see the contents as they were).
-fn f64s_reader(t: &Tensor) -> Event {
+/// A read of `t` submitted now (it must see the contents as they were), and
+/// the buffer it lands in: read the buffer only after the event completes.
+fn f64s_reader(t: &Tensor) -> (Event, Box<[f64]>) {
     let n: usize = t.extents().unwrap().iter().product();
-    let buf: &'static mut [f64] = Box::leak(vec![0.0; n].into_boxed_slice());
-    unsafe { ops::copy_out(t, buf.as_mut_ptr().cast(), n, None, Submit::default().with_event()) }.unwrap().unwrap()
+    let mut buf = vec![0.0; n].into_boxed_slice();
+    // The boxed slice's heap block does not move when the box does, and the
+    // caller keeps it until the event completes.
+    let e = unsafe { ops::copy_out(t, buf.as_mut_ptr().cast(), n, None, Submit::default().with_event()) };
+    (e.unwrap().unwrap(), buf)
 }
 
 #[test]

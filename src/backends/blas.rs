@@ -266,16 +266,17 @@ fn operand_layout(x: &Mat2<u8>, conj: bool, name: &str) -> Result<(u8, c_int), S
 /// The call BLAS will make: `(transa, transb, m, n, k, A, lda, B, ldb, ldc)`
 /// in BLAS's own (column-major) terms, with `swap` telling that BLAS's A and
 /// B are our `B^T` and `A^T` (C row-major).
-struct Plan {
-    ta: u8,
-    tb: u8,
-    lda: c_int,
-    ldb: c_int,
-    ldc: c_int,
-    swap: bool,
+/// Also used for cuBLAS, which takes the same calls.
+pub(crate) struct Plan {
+    pub(crate) ta: u8,
+    pub(crate) tb: u8,
+    pub(crate) lda: c_int,
+    pub(crate) ldb: c_int,
+    pub(crate) ldc: c_int,
+    pub(crate) swap: bool,
 }
 
-fn plan(c: &Mat2<u8>, a: &Mat2<u8>, b: &Mat2<u8>) -> Result<Plan, String> {
+pub(crate) fn plan(c: &Mat2<u8>, a: &Mat2<u8>, b: &Mat2<u8>) -> Result<Plan, String> {
     let (m, n) = (c.rows, c.cols);
     let mut why = Vec::new();
     // C column-major: C = op(A) op(B).

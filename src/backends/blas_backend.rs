@@ -4,7 +4,7 @@
 
 use super::blas::gemm_blas;
 use super::dense::Operand;
-use crate::dispatch::{Backend, BackendKind, NativeOp, OpTag, Outcome};
+use crate::dispatch::{Backend, BackendKind, NativeOp, OpTag, Outcome, RunCtx};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::ops::ResolvedView;
@@ -24,7 +24,7 @@ impl Backend for BlasBackend {
     fn offers(&self, tag: OpTag, dtype: DType, domain: Domain) -> bool {
         tag == OpTag::Gemm && dtype.is_float() && domain == Domain::Host
     }
-    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>]) -> Outcome {
+    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>], _cx: &mut RunCtx) -> Outcome {
         let NativeOp::Gemm { alpha, beta } = op else {
             return Outcome::Declined("the BLAS backend only runs gemm".into());
         };

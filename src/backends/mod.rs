@@ -2,6 +2,7 @@
 
 pub(crate) mod blas;
 pub(crate) mod blas_backend;
+pub(crate) mod cuda;
 pub(crate) mod dense;
 pub(crate) mod native;
 
@@ -12,3 +13,6 @@ use crate::dispatch::Backend;
 /// runs one thread per call), then the system BLAS, which callers can pick
 /// with a selector and which declines what it cannot run.
 pub(crate) static HOST: &[&dyn Backend] = &[&native::Native, &blas_backend::BlasBackend];
+
+/// Device backends (every CUDA device, real or simulated).
+pub(crate) static DEVICE: &[&dyn Backend] = &[&cuda::Cuda];

@@ -2,7 +2,7 @@
 //! Always present, every dtype, any strides; conj flags on inputs are honoured.
 
 use super::dense::{self, Operand};
-use crate::dispatch::{Backend, BackendKind, HostBuffer, NativeOp, OpTag, Outcome};
+use crate::dispatch::{Backend, BackendKind, HostBuffer, NativeOp, OpTag, Outcome, RunCtx};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result, Status};
@@ -23,7 +23,7 @@ impl Backend for Native {
         // Every dispatched operation, every dtype, any strides.
         domain == Domain::Host
     }
-    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>]) -> Outcome {
+    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>], _cx: &mut RunCtx) -> Outcome {
         // SAFETY (all arms): the views were resolved from granted accesses, so
         // their elements lie inside live storage and no other task writes them
         // concurrently; host buffers are valid by the caller's contract.
@@ -175,8 +175,17 @@ unsafe fn copy_out(src: &ResolvedView<'_>, buf: &HostBuffer) -> Result<()> {
 /// Every element of `dl` at `dst` must be writable, every element of `sl` at
 /// `src` readable, and the two must not overlap.
 pub(crate) unsafe fn copy_raw(dtype: DType, dst: *mut u8, dl: &Layout, src: *const u8, sl: &Layout) {
+    unsafe { copy_layouts(dtype, dst, dl, src, sl, false) }
+}
+
+/// [`copy_raw`], conjugating complex elements if `conj`.
+///
+/// # Safety
+/// As for [`copy_raw`].
+pub(crate) unsafe fn copy_layouts(dtype: DType, dst: *mut u8, dl: &Layout, src: *const u8, sl: &Layout, conj: bool) {
     debug_assert_eq!(dl.extents, sl.extents);
-    unsafe { copy_strided(dtype, &dl.extents, (dst, dl.offset, &dl.strides), (src as *mut u8, sl.offset, &sl.strides), false) }
+    let conj = conj && dtype.is_complex();
+    unsafe { copy_strided(dtype, &dl.extents, (dst, dl.offset, &dl.strides), (src as *mut u8, sl.offset, &sl.strides), conj) }
 }
 
 /// One side of a strided copy: base pointer, element offset, strides.

@@ -38,8 +38,16 @@ use crate::error::Result;
 mod cuda;
 mod registry;
 pub mod sim;
+pub(crate) mod storage;
 
 pub use registry::{device_count, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};
+/// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
+#[doc(hidden)]
+pub use cuda::probe_for_tests;
+
+/// The origin of errors raised by device implementations (the runtime
+/// replaces it with the operation's name when the error fails an operation).
+pub const ORIGIN: &str = "cuda";
 
 /// A device address (a `CUdeviceptr` on CUDA; a host address on the
 /// simulated device). Host code other than the simulated device never

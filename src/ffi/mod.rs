@@ -15,6 +15,7 @@ pub mod handles;
 pub mod types;
 
 mod blocks;
+mod device;
 mod error;
 mod event;
 mod kernel;

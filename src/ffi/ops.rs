@@ -24,12 +24,13 @@ pub(crate) struct Opts {
     cq: Option<(CompletionQueue, u64)>,
     callback: Option<crate::runtime::event::Callback>,
     selector: Selector,
+    transfer: bool,
 }
 
 impl Opts {
     pub(crate) fn decode(opts: *const ta_submit, origin: &'static str) -> Result<Opts, Error> {
         if opts.is_null() {
-            return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO });
+            return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO, transfer: false });
         }
         // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
         let o = unsafe { *opts };
@@ -49,7 +50,10 @@ impl Opts {
                 unsafe { f(status as ta_status, ud.0) }
             }) as crate::runtime::event::Callback
         });
-        Ok(Opts { runtime, cq, callback, selector })
+        if o.flags & !super::TA_SUBMIT_TRANSFER != 0 {
+            return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {:#x}", o.flags)));
+        }
+        Ok(Opts { runtime, cq, callback, selector, transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0 })
     }
 
     fn submit(&mut self, event: bool) -> Submit<'_> {
@@ -60,6 +64,7 @@ impl Opts {
             cq: self.cq.as_ref().map(|(q, t)| (q, *t)),
             selector: self.selector,
             trace: None,
+            transfer: self.transfer,
         }
     }
 }

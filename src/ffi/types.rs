@@ -224,7 +224,14 @@ pub struct ta_submit {
     pub cq_tag: u64,
     /// Allowed backends: a bit set of `1u << TA_BACKEND_x`; 0 for any.
     pub backends: u32,
+    /// Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+    pub flags: u32,
 }
+
+/// `ta_submit.flags`: inputs that live in another domain than the output are
+/// copied there first (by ordinary scheduled copies into temporaries),
+/// instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
+pub const TA_SUBMIT_TRANSFER: u32 = 1;
 
 /// One operand of a user kernel: a tensor and how the kernel uses it.
 #[repr(C)]

@@ -1,9 +1,10 @@
 //! Copies: tensor to tensor (any strides), host memory in, host memory out.
 
-use super::elementwise::{same_dtype_and_domain, same_extents};
+use super::elementwise::same_extents;
 use super::submit::{submit, Submit};
 use super::Body;
 use crate::dispatch::{self, HostBuffer, NativeOp, OpTag};
+use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
@@ -15,16 +16,26 @@ use crate::value::{Tensor, Value};
 /// clears a poison on `dst`.
 pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "copy";
-    same_dtype_and_domain(ORIGIN, &[dst, src])?;
-    let candidates = dispatch::select(OpTag::Copy, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
+    if dst.dtype() != src.dtype() {
+        return Err(Error::new(
+            Status::DtypeMismatch,
+            ORIGIN,
+            format!("dtypes differ: {} and {}", dst.dtype().name(), src.dtype().name()),
+        ));
+    }
+    // Copies cross domains: a device side decides where the copy runs (the
+    // destination's device, if both are devices).
+    let domain = if dst.domain() == Domain::Host { src.domain() } else { dst.domain() };
+    let candidates = dispatch::select(OpTag::Copy, dst.dtype(), domain, opts.selector, ORIGIN)?;
     let body = Body::Native { op: NativeOp::Copy, candidates };
     let dtype = dst.dtype();
+    let dst_domain = dst.domain();
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
         // Only a whole value can be unconstructed; a copy of known shape constructs it.
         if l.layout(0).is_none() {
             if let Some(src) = l.layout(1) {
                 let extents = src.extents.clone();
-                l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?);
+                l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, dst_domain, ORIGIN)?);
             }
         }
         same_extents(ORIGIN, l, 0, 1)
@@ -44,10 +55,11 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     let candidates = dispatch::select(OpTag::CopyIn, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
     let extents = src.extents.clone();
     let dtype = dst.dtype();
+    let domain = dst.domain();
     let body = Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
         match l.layout(0) {
-            None => l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, ORIGIN)?),
+            None => l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, domain, ORIGIN)?),
             Some(have) if have.extents != extents => {
                 return Err(Error::new(
                     Status::ShapeMismatch,

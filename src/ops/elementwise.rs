@@ -63,6 +63,8 @@ pub fn scale(x: &Tensor, alpha: Scalar, opts: Submit<'_>) -> Result<Option<Event
 /// `y = alpha * x + y`.
 pub fn axpy(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "axpy";
+    let staged = super::transfer::inputs_in(ORIGIN, y.domain(), &[x], &opts)?;
+    let x = &staged[0];
     same_dtype_and_domain(ORIGIN, &[y, x])?;
     alpha.check_for(y.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Axpy, y.dtype(), y.domain(), opts.selector, ORIGIN)?;

@@ -103,5 +103,13 @@ pub fn kernel(
     f: KernelFn,
     opts: Submit<'_>,
 ) -> Result<Option<Event>> {
+    // A user kernel runs on a host worker and dereferences its views there.
+    if let Some((t, _)) = operands.iter().find(|(t, _)| t.domain() != crate::domain::Domain::Host) {
+        return Err(crate::error::Error::new(
+            crate::error::Status::DomainMismatch,
+            "kernel",
+            format!("user kernels take host tensors; an operand lives on {} (copy it to the host first)", t.domain()),
+        ));
+    }
     submit(name, "kernel", operands, Body::Kernel(f), opts, |_| Ok(()))
 }

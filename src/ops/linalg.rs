@@ -105,10 +105,11 @@ fn extents_of(l: &Locked<'_>, i: usize) -> Extents {
 /// whole value with no views, since views and earlier accesses keep the old
 /// storage).
 fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], origin: &'static str) -> Result<()> {
+    let domain = l.domain(i);
     match l.layout(i).map(|x| x.extents.clone()) {
         Some(have) if have.as_slice() == want => Ok(()),
         None => {
-            l.state(i).contents = Some(Value::alloc_contents(dtype, want, Order::RowMajor, origin)?);
+            l.state(i).contents = Some(Value::alloc_contents(dtype, want, Order::RowMajor, domain, origin)?);
             Ok(())
         }
         Some(have) => {
@@ -119,7 +120,7 @@ fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], or
                     format!("the output is a view of extents {have:?}; the result has extents {want:?}"),
                 ));
             }
-            let fresh = Value::alloc_contents(dtype, want, Order::RowMajor, origin)?;
+            let fresh = Value::alloc_contents(dtype, want, Order::RowMajor, domain, origin)?;
             l.replace_contents(i, fresh, origin)
         }
     }
@@ -160,6 +161,8 @@ fn gemm_like<'a>(
     beta: Option<ScalarArg<'a>>,
     opts: Submit<'_>,
 ) -> Result<Option<Event>> {
+    let staged = super::transfer::inputs_in(origin, c.domain(), &[a, b], &opts)?;
+    let (a, b) = (&staged[0], &staged[1]);
     same_dtype_and_domain(origin, &[c, a, b])?;
     let dtype = c.dtype();
     check_float(dtype, origin)?;

@@ -12,15 +12,16 @@ mod kernel;
 mod linalg;
 mod name;
 pub(crate) mod submit;
+mod transfer;
 
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, NativeOp};
+use crate::dispatch::{self, Candidates, NativeOp, RunCtx};
 use crate::domain::Domain;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::value::{Tensor, Value};
@@ -124,12 +125,14 @@ pub(crate) struct Operation {
 impl Operation {
     /// Check the operands, resolve views and run the body. Any poisoned operand
     /// that is read fails the operation with that same error.
-    pub(crate) fn execute(&mut self) -> Result<()> {
-        for a in self.accesses.iter().filter(|a| a.mode.reads()) {
-            for (v, r) in a.tensor.hazards() {
-                if let Some(e) = v.poison_in(r) {
-                    return Err(e);
-                }
+    /// `cx` carries device context in (markers to follow) and out (queued
+    /// work). A device operation checks its inputs when it finishes instead
+    /// (it may start while same-device predecessors are only issued, before
+    /// they have recorded their outcome).
+    pub(crate) fn execute(&mut self, cx: &mut RunCtx) -> Result<()> {
+        if self.device().is_none() {
+            if let Some(e) = self.poisoned_input() {
+                return Err(e);
             }
         }
         let mut views: SmallVec<[ResolvedView<'_>; 4]> = SmallVec::new();
@@ -137,8 +140,35 @@ impl Operation {
             views.push(a.view());
         }
         match &mut self.body {
-            Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name),
+            Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name, cx),
             Body::Kernel(k) => kernel::call(k, &self.name, &views),
+        }
+    }
+
+    /// The error of a poisoned region this operation reads, if any.
+    pub(crate) fn poisoned_input(&self) -> Option<Error> {
+        for a in self.accesses.iter().filter(|a| a.mode.reads()) {
+            for (v, r) in a.tensor.hazards() {
+                if let Some(e) = v.poison_in(r) {
+                    return Some(e);
+                }
+            }
+        }
+        None
+    }
+
+    /// The device this operation runs on, if it is a device operation.
+    pub(crate) fn device(&self) -> Option<u32> {
+        match (&self.body, self.body_domain()) {
+            (Body::Native { .. }, Domain::Cuda(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn body_domain(&self) -> Domain {
+        match &self.body {
+            Body::Native { candidates, .. } => candidates.domain(),
+            Body::Kernel(_) => Domain::Host,
         }
     }
 

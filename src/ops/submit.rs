@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 
 use super::{Access, Body, Operation};
 use crate::dispatch::Selector;
+use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::cq::CompletionQueue;
@@ -43,6 +44,9 @@ pub struct Submit<'a> {
     pub selector: Selector,
     /// Receives the queue positions of the enrolled accesses.
     pub trace: Option<&'a mut EnrollTrace>,
+    /// Inputs in another domain than the output are copied there first
+    /// (otherwise they are an error; see [`crate::ops`] transfer notes).
+    pub transfer: bool,
 }
 
 impl<'a> Submit<'a> {
@@ -81,6 +85,11 @@ impl Locked<'_> {
     /// outputs goes through it; only whole values can be unconstructed).
     pub(crate) fn state(&mut self, i: usize) -> &mut ValueState {
         &mut self.guards[self.slot[i]]
+    }
+
+    /// Where operand `i` lives.
+    pub(crate) fn domain(&self, i: usize) -> Domain {
+        self.operands[i].0.domain()
     }
 
     /// Whether operand `i` is a view.
@@ -185,7 +194,8 @@ pub(crate) fn submit(
         keep_alive: None,
     };
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
-    let task = Task::new(Some(rt.inner()), Work::op(op, completion));
+    let device = op.device();
+    let task = Task::new(Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: SmallVec::new(), slot: SmallVec::new(), retired: None };
@@ -250,7 +260,8 @@ pub(crate) fn submit(
     work.set_stamp(stamp);
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(&guard_of) {
-        locked.guards[g].queue.enroll(&task, h.mode, h.region, stamp);
+        let on_device = device.is_some() && h.value.domain != Domain::Host;
+        locked.guards[g].queue.enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((Arc::as_ptr(h.value) as usize, stamp));
         }

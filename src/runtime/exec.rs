@@ -13,6 +13,7 @@ use std::sync::Arc;
 use super::cq::{CompletionEntry, CompletionQueue};
 use super::event::{Callback, Event};
 use super::task::Task;
+use crate::dispatch::{Issued, RunCtx};
 use crate::error::{Error, Result, Status};
 use crate::ops::Operation;
 use crate::region::Region;
@@ -51,10 +52,29 @@ impl Completion {
     }
 }
 
-enum Job {
+pub(crate) enum Job {
     Op(Operation),
     /// A wait on a value: completes once everything enrolled before it has.
     Barrier(Arc<Value>, Region),
+}
+
+/// A device task between issue and finish: what its finish needs.
+pub(crate) struct Parked {
+    job: Job,
+    completion: Option<Box<Completion>>,
+    /// The outcome so far: the issue's, then the device's.
+    result: Result<()>,
+    /// Host work for after the device work, and what must live until then.
+    tail: Option<Issued>,
+}
+
+impl Parked {
+    /// Record a failure (the first one wins).
+    pub(crate) fn fail(&mut self, e: Error) {
+        if self.result.is_ok() {
+            self.result = Err(e);
+        }
+    }
 }
 
 /// What a task does and how it reports.
@@ -90,7 +110,7 @@ impl Work {
 /// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
 pub(crate) fn barrier(value: Arc<Value>, region: Region, event: Event) -> Arc<Task> {
     let completion = Completion { event: Some(event), ..Default::default() }.boxed();
-    Task::new(None, Work { job: Job::Barrier(value, region), completion })
+    Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
 }
 
 thread_local! {
@@ -166,6 +186,11 @@ pub(crate) fn run(task: Arc<Task>) {
 }
 
 fn execute(task: &Arc<Task>) -> super::task::ReadyList {
+    if task.is_device() {
+        if let Some(parked) = task.unpark() {
+            return finish_device(task, parked);
+        }
+    }
     // SAFETY: `run` is only called with tasks this thread made ready (from
     // `release_guard`, `finish`, or a queue those feed, which hands each out once).
     let Some(work) = (unsafe { task.take_work() }) else {
@@ -173,6 +198,7 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         return task.finish();
     };
     let Work { mut job, completion } = work;
+    let mut cx = RunCtx { waits: task.take_waits(), issued: None };
     let result = match &mut job {
         Job::Barrier(v, region) => settled_state(v, region, "tensor_wait"),
         Job::Op(op) => {
@@ -180,26 +206,122 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
             } else {
                 let _running = RunningGuard::push(task, op);
-                match catch_unwind(AssertUnwindSafe(|| op.execute())) {
+                match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
                     Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
                 }
             }
         }
     };
-    if let Job::Op(op) = &job {
-        op.commit(&result);
+    if task.is_device() {
+        return issue_device(task, Parked { job, completion, result, tail: cx.issued });
     }
+    conclude(task, job, completion, result)
+}
+
+/// The last steps of every task: commit, notify, release successors, drop
+/// the operands, retire.
+fn conclude(task: &Arc<Task>, job: Job, completion: Option<Box<Completion>>, result: Result<()>) -> super::task::ReadyList {
+    let job = match job {
+        Job::Op(op) => {
+            op.commit(&result);
+            Some(op)
+        }
+        // A wait holds its value only to read the outcome: let go of it
+        // before the waiter wakes, so a caller that frees a tensor right
+        // after waiting for it gets the memory back at once.
+        Job::Barrier(..) => None,
+    };
     if let Some(c) = completion {
         c.fire(&result);
     }
     let ready = task.finish();
+    // An operation's operands (and wrapped memory with its release hook)
+    // live until its completion has been reported.
     drop(job);
     // Last use of the runtime pointer: see `Task::runtime`.
     if let Some(rt) = task.runtime() {
         rt.retire();
     }
     ready
+}
+
+/// A device task has run its body: its work is queued on a stream (or it
+/// had none, or it failed). Mark it issued, so same-device successors can
+/// queue theirs behind its marker, and ask the device to signal when the
+/// work is done; the signal only schedules the finish (no worker waits).
+fn issue_device(task: &Arc<Task>, mut parked: Parked) -> super::task::ReadyList {
+    let queued = parked.tail.as_ref().map(|i| (i.device.clone(), i.stream));
+    let mut issue = None;
+    if let Some((dev, stream)) = &queued {
+        if parked.result.is_ok() {
+            match dev.record(*stream) {
+                Ok(m) => issue = Some((*stream, m)),
+                Err(e) => parked.fail(e),
+            }
+        }
+    }
+    let mut ready = task.issue(issue, parked);
+    let had_work = queued.is_some();
+    let own_outcome = match queued {
+        // Even after a failure, queued work must be done before the finish
+        // lets its memory go.
+        Some((dev, stream)) => {
+            let t = task.clone();
+            dev.notify(
+                stream,
+                Box::new(move |outcome| {
+                    t.record_outcome(outcome);
+                    if t.release_hold() {
+                        schedule(t);
+                    }
+                }),
+            )
+            .err()
+        }
+        None => None,
+    };
+    if !had_work || own_outcome.is_some() {
+        if let Some(e) = own_outcome {
+            task.record_outcome(Err(e));
+        }
+        if task.release_hold() {
+            ready.push(task.clone());
+        }
+    }
+    ready
+}
+
+/// A device task's work is done and every same-device predecessor has
+/// finished: run its host tail, re-check its inputs (a predecessor may have
+/// failed on the device after this task queued its work), and conclude.
+fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
+    let Parked { job, completion, mut result, mut tail } = parked;
+    if let Job::Op(op) = &job {
+        // Device errors name the device layer; the error starts in this operation.
+        if let Err(e) = &result {
+            if e.origin() == crate::device::ORIGIN {
+                result = Err(e.with_origin(op.name.to_origin()));
+            }
+        }
+        if result.is_ok() {
+            if let Some(e) = op.poisoned_input() {
+                result = Err(e);
+            }
+        }
+        if result.is_ok() {
+            if let Some(f) = tail.as_mut().and_then(|t| t.finisher.take()) {
+                result = match catch_unwind(AssertUnwindSafe(f)) {
+                    Ok(r) => r,
+                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                };
+            }
+        }
+    }
+    // The device work and the finisher are done: staging goes back before
+    // anyone hears of the completion.
+    drop(tail);
+    conclude(task, job, completion, result)
 }
 
 /// Run a user callback; a panic in it is reported on stderr and goes no further

@@ -5,6 +5,17 @@
 //! when the count reaches zero. Finishing a task hands its successors their
 //! last dependency; those that become ready are returned to the caller (the
 //! executor), which runs one inline and schedules the rest.
+//!
+//! Device tasks (operations that run on a device, see [`crate::device`])
+//! have two ends instead of one: *issued* (their work is queued on a device
+//! stream, behind a marker) and *finished* (the device reported the work
+//! done, and the outcome is committed). A device task that meets another
+//! task of the same device on a device-resident value is released when that
+//! predecessor is *issued*: it queues its own work behind the predecessor's
+//! marker, so a chain of device operations stays on the device with no host
+//! round trip. It still finishes only after that predecessor has finished
+//! (its completion "holds"), so outcomes are committed and reported in
+//! dependency order, and host-side readers wait for the finish as always.
 
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
@@ -14,9 +25,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::exec::Work;
+use super::exec::{Parked, Work};
 use super::RuntimeInner;
-
+use crate::device::{Marker, StreamId};
 
 /// Tasks that became ready together.
 pub(crate) type ReadyList = SmallVec<[Arc<Task>; 4]>;
@@ -39,6 +50,36 @@ pub(crate) struct Task {
     runtime: Option<NonNull<RuntimeInner>>,
     /// The operation and its completion; see [`Task::take_work`].
     work: UnsafeCell<Option<Work>>,
+    /// For device tasks: the device side of the graph (see the module notes).
+    link: Option<Box<DeviceLink>>,
+}
+
+/// Where a device task's work is queued: its stream and the marker after it.
+pub(crate) type Issue = (StreamId, Marker);
+
+/// The device side of a device task.
+pub(crate) struct DeviceLink {
+    ordinal: u32,
+    /// What the finish waits for: the task's own device outcome, plus one
+    /// per same-device predecessor (met early) that has not finished.
+    holds: AtomicU32,
+    state: Mutex<LinkState>,
+}
+
+#[derive(Default)]
+struct LinkState {
+    /// Set when the task has queued its work (or found it had none to queue).
+    issued: bool,
+    /// The marker after its work, if it queued any.
+    issue: Option<Issue>,
+    finished: bool,
+    /// Same-device successors met early: released when this task is issued,
+    /// and their hold dropped when it finishes.
+    early: SmallVec<[Arc<Task>; 1]>,
+    /// Markers of same-device predecessors this task's work must follow.
+    waits: SmallVec<[Issue; 2]>,
+    /// Between issue and finish: the work and its outcome so far.
+    parked: Option<Parked>,
 }
 
 // SAFETY: `work` is only touched through `take_work`/`work_mut`, whose
@@ -50,14 +91,21 @@ unsafe impl Send for Task {}
 
 impl Task {
     /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
-    pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work) -> Arc<Task> {
+    /// `device`: the ordinal of the device it runs on, for device tasks.
+    pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
         Arc::new(Task {
             pending: AtomicU32::new(1),
             done: AtomicBool::new(false),
             successors: Mutex::new(Successors { done: false, list: SmallVec::new() }),
             runtime: runtime.map(NonNull::from),
             work: UnsafeCell::new(Some(work)),
+            link: device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() })),
         })
+    }
+
+    /// Whether this is a device task.
+    pub(crate) fn is_device(&self) -> bool {
+        self.link.is_some()
     }
 
     /// The work of a task that no other thread can see yet.
@@ -109,6 +157,84 @@ impl Task {
         }
     }
 
+    /// Make `self` wait for `pred`, which it meets on a device-resident
+    /// value: if both run on the same device, `self` may start once `pred`
+    /// is issued (behind its marker) and finishes after it; otherwise as
+    /// [`Task::depend_on`].
+    pub(crate) fn depend_on_device(self: &Arc<Self>, pred: &Arc<Task>) {
+        let (Some(me), Some(pl)) = (&self.link, &pred.link) else {
+            return self.depend_on(pred);
+        };
+        if me.ordinal != pl.ordinal || Arc::ptr_eq(self, pred) {
+            return self.depend_on(pred);
+        }
+        let mut ps = pl.state.lock();
+        if ps.finished {
+            return;
+        }
+        // Count before publishing (as in `depend_on`).
+        me.holds.fetch_add(1, Ordering::Relaxed);
+        if ps.issued {
+            if let Some(issue) = &ps.issue {
+                me.state.lock().waits.push(issue.clone());
+            }
+        } else {
+            self.pending.fetch_add(1, Ordering::Relaxed);
+        }
+        ps.early.push(self.clone());
+    }
+
+    /// The markers this device task's work must follow (taken once, when it runs).
+    pub(crate) fn take_waits(&self) -> SmallVec<[Issue; 2]> {
+        self.link.as_ref().map(|l| std::mem::take(&mut l.state.lock().waits)).unwrap_or_default()
+    }
+
+    /// Record that this device task's work is queued (behind `issue`, if it
+    /// queued any) and park what its finish needs; returns the same-device
+    /// successors that became ready.
+    pub(crate) fn issue(&self, issue: Option<Issue>, parked: Parked) -> ReadyList {
+        let link = self.link.as_ref().expect("a device task");
+        let early = {
+            let mut s = link.state.lock();
+            s.issued = true;
+            s.parked = Some(parked);
+            s.issue = issue.clone();
+            s.early.clone()
+        };
+        let mut ready = ReadyList::new();
+        for t in early {
+            if let Some(i) = &issue {
+                t.link.as_ref().expect("early successors are device tasks").state.lock().waits.push(i.clone());
+            }
+            if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                ready.push(t);
+            }
+        }
+        ready
+    }
+
+    /// Drop one completion hold (the task's own device outcome, or a
+    /// predecessor's finish); true if the task may now finish.
+    pub(crate) fn release_hold(&self) -> bool {
+        let link = self.link.as_ref().expect("a device task");
+        link.holds.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// The parked work of an issued device task, when it is ready to finish.
+    pub(crate) fn unpark(&self) -> Option<Parked> {
+        self.link.as_ref().and_then(|l| l.state.lock().parked.take())
+    }
+
+    /// Record a device task's outcome as it arrives from the device (kept
+    /// with its parked work; the first error wins).
+    pub(crate) fn record_outcome(&self, outcome: crate::error::Result<()>) {
+        if let (Err(e), Some(link)) = (outcome, &self.link) {
+            if let Some(p) = link.state.lock().parked.as_mut() {
+                p.fail(e);
+            }
+        }
+    }
+
     /// Drop the submission guard; true if the task is now ready to run.
     pub(crate) fn release_guard(&self) -> bool {
         self.pending.fetch_sub(1, Ordering::AcqRel) == 1
@@ -132,6 +258,20 @@ impl Task {
         for t in list {
             if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                 ready.push(t);
+            }
+        }
+        if let Some(link) = &self.link {
+            let early = {
+                let mut s = link.state.lock();
+                s.finished = true;
+                std::mem::take(&mut s.early)
+            };
+            // Every device task issues before it finishes (see exec), so the
+            // early successors' pending counts were released then.
+            for t in early {
+                if t.release_hold() {
+                    ready.push(t);
+                }
             }
         }
         ready

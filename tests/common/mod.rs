@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use tensorasync::*;
 
+pub mod numeric;
+
 /// A one-shot gate that kernels can block on.
 #[derive(Clone, Default)]
 pub struct Gate(Arc<AtomicBool>);
