@@ -41,8 +41,25 @@ impl DType {
     ];
 
     /// The dtype with this numeric value, if any.
+    #[inline]
     pub fn from_u32(v: u32) -> Option<DType> {
-        DType::ALL.iter().copied().find(|d| *d as u32 == v)
+        // A match, not a search of `ALL`: tensors store their dtype as this
+        // code and decode it on every submission (see `Value::dtype`).
+        Some(match v {
+            1 => DType::F32,
+            2 => DType::F64,
+            3 => DType::C64,
+            4 => DType::C128,
+            10 => DType::I8,
+            11 => DType::I16,
+            12 => DType::I32,
+            13 => DType::I64,
+            14 => DType::U8,
+            15 => DType::U16,
+            16 => DType::U32,
+            17 => DType::U64,
+            _ => return None,
+        })
     }
 
     /// Bytes per element.
@@ -290,6 +307,17 @@ mod tests {
         assert_eq!(Scalar::real(-1.0).check_for(DType::U8, "t").unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(Scalar::complex(1.0, 1.0).check_for(DType::F64, "t").unwrap_err().status(), Status::InvalidArgument);
         assert!(Scalar::complex(1.0, 1.0).check_for(DType::C64, "t").is_ok());
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for &d in DType::ALL {
+            assert_eq!(DType::from_u32(d as u32), Some(d));
+        }
+        let codes: Vec<u32> = DType::ALL.iter().map(|d| *d as u32).collect();
+        for v in 0..64 {
+            assert_eq!(DType::from_u32(v).is_some(), codes.contains(&v), "code {v}");
+        }
     }
 
     #[test]

@@ -161,7 +161,13 @@ impl EpochQueue {
         }
         if entry.writes {
             let at = self.frontier.iter().take_while(|e| e.writes).count();
-            self.frontier.insert(at, entry);
+            // (Appending, the usual case after a whole-value writer cleared
+            // the frontier, needs no shifting.)
+            if at == self.frontier.len() {
+                self.frontier.push(entry);
+            } else {
+                self.frontier.insert(at, entry);
+            }
         } else {
             self.frontier.push(entry);
         }

@@ -111,8 +111,12 @@ pub(crate) struct Value {
     /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
     /// can check its operands without locking them.
     poisoned: AtomicBool,
-    pub(crate) dtype: DType,
-    pub(crate) domain: Domain,
+    /// The dtype's code and the domain's C encoding, kept small so that the
+    /// value with its reference counts fills one cache line (64 bytes): a
+    /// submission then misses on one line of it, not two. See
+    /// [`Value::dtype`] and [`Value::domain`].
+    dtype: u8,
+    domain: i32,
     /// Rejects every write at submission (const user memory, self-overlapping strides).
     pub(crate) read_only: bool,
     /// The contents can never be replaced (a block of a block array: its
@@ -137,10 +141,22 @@ impl Value {
             fixed: false,
             state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() }),
             poisoned: AtomicBool::new(false),
-            dtype,
-            domain,
+            dtype: dtype as u32 as u8,
+            domain: domain.to_i32(),
             read_only,
         }
+    }
+
+    /// Element type.
+    #[inline]
+    pub(crate) fn dtype(&self) -> DType {
+        DType::from_u32(self.dtype as u32).expect("a value stores a valid dtype code")
+    }
+
+    /// Where the elements live.
+    #[inline]
+    pub(crate) fn domain(&self) -> Domain {
+        Domain::from_i32(self.domain).expect("a value stores a valid domain code")
     }
 
     /// The error an access to `region` fails with, if any. Called by a task
@@ -378,12 +394,12 @@ impl Tensor {
 
     /// Element type.
     pub fn dtype(&self) -> DType {
-        self.root().dtype
+        self.root().dtype()
     }
 
     /// Domain (host or CUDA device).
     pub fn domain(&self) -> Domain {
-        self.root().domain
+        self.root().domain()
     }
 
     /// Whether writes to this tensor are rejected (read-only memory, conj views).

@@ -121,7 +121,7 @@ impl View {
     }
 
     fn dtype(&self) -> DType {
-        self.root.dtype
+        self.root.dtype()
     }
 
     pub(crate) fn geometry(&self) -> Geometry<'_> {

@@ -18,7 +18,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use parking_lot::RwLock;
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 
 use crate::error::Status;
 use crate::runtime::{CompletionQueue, Event, Runtime};
@@ -185,12 +185,41 @@ pub(crate) fn get(h: u64, kind: Kind) -> Result<Object, Status> {
 }
 
 fn lookup(d: &Decoded) -> Result<Object, Status> {
-    let s = table()[d.shard].read();
+    // Recursive: the caller may hold a borrowed object of this shard (see `borrow`).
+    let s = table()[d.shard].read_recursive();
     let slot = s.slots.get(d.slot);
     match slot {
         Some(Slot { gen, obj: Some(o) }) if *gen == d.gen && o.kind() as u8 == d.kind => Ok(o.clone()),
         _ => Err(why_not(d, slot)),
     }
+}
+
+/// An object of the table borrowed in place (see [`borrow`]).
+pub(crate) type Borrowed<T> = MappedRwLockReadGuard<'static, T>;
+
+/// The object behind `h`, which must be of `kind`, borrowed in place: unlike
+/// [`get`] it takes no reference count (a submission then touches the
+/// object's count only where it keeps a reference). The object's shard stays
+/// read-locked while the guard lives, so a caller holds it for one call only,
+/// and neither creates nor frees a handle, nor runs user code, meanwhile
+/// (those may take the write lock, which would wait for this thread). The
+/// lock is taken recursively: one thread may borrow several objects of one
+/// shard even while a writer waits.
+pub(crate) fn borrow(h: u64, kind: Kind) -> Result<Borrowed<Object>, Status> {
+    if h == 0 {
+        return Err(Status::NullHandle);
+    }
+    let d = decode(h);
+    if Kind::from_u8(d.kind) != Some(kind) {
+        // The rare paths (wrong or unknown kind) classify as `get` does.
+        return Err(get(h, kind).err().unwrap_or(Status::WrongHandleType));
+    }
+    let s = table()[d.shard].read_recursive();
+    RwLockReadGuard::try_map(s, |s| match s.slots.get(d.slot) {
+        Some(Slot { gen, obj: Some(o) }) if *gen == d.gen && o.kind() as u8 == d.kind => Some(o),
+        _ => None,
+    })
+    .map_err(|s| why_not(&d, s.slots.get(d.slot)))
 }
 
 /// Free the object behind `h` (of `kind`). NULL is a no-op. The object is
@@ -257,6 +286,28 @@ mod tests {
         assert_eq!(remove(h, Kind::Event), Status::DoubleFree);
         assert!(get(h2, Kind::Event).is_ok());
         assert_eq!(remove(h2, Kind::Event), Status::Ok);
+    }
+
+    /// A thread holding a borrowed object can borrow another of the same
+    /// shard while a writer of that shard waits (the writer then proceeds).
+    #[test]
+    fn borrows_are_recursive_under_a_waiting_writer() {
+        let h1 = insert(ev()).unwrap();
+        let h2 = insert(ev()).unwrap();
+        assert_eq!(decode(h1).shard, decode(h2).shard, "one thread inserts into one shard");
+        let first = borrow(h1, Kind::Event).unwrap();
+        let writer = std::thread::spawn(move || remove(h2, Kind::Event));
+        // Give the writer time to queue on the shard's lock.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "the writer waits for the borrow");
+        let second = borrow(h1, Kind::Event).unwrap();
+        assert!(matches!(&*second, Object::Event(_)));
+        drop(second);
+        drop(first);
+        assert_eq!(writer.join().unwrap(), Status::Ok);
+        assert_eq!(borrow(h2, Kind::Event).err(), Some(Status::StaleHandle));
+        assert_eq!(borrow(h1, Kind::Tensor).err(), Some(Status::WrongHandleType));
+        assert_eq!(remove(h1, Kind::Event), Status::Ok);
     }
 
     #[test]

@@ -5,9 +5,10 @@ use std::ffi::{c_char, c_void, CStr};
 
 use smallvec::SmallVec;
 
-use super::ops::submit_with;
+use super::handles::{Borrowed, Object};
+use super::ops::submit_borrowed;
 use super::tensor::array_arg;
-use super::{guard, need, tensor_arg};
+use super::{guard, make_handle, need, put, tensor_ref};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
 use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
@@ -109,26 +110,35 @@ pub extern "C" fn ta_kernel_submit(
             return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
         };
         let acc = array_arg(accesses, naccesses, O, "accesses")?;
-        let mut tensors: SmallVec<[(crate::Tensor, Mode); 4]> = SmallVec::new();
-        for (i, a) in acc.iter().enumerate() {
-            let t = tensor_arg(a.tensor, O, "accesses[].tensor")?;
-            let m = Mode::from_u32(a.mode)
-                .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
-            tensors.push((t, m));
-        }
-        let name = if name.is_null() {
-            OpName::Static("kernel")
-        } else {
-            // SAFETY: a non-NULL name is a NUL-terminated string that the C
-            // contract keeps valid until the operation completes.
-            unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
+        // The handles are borrowed from the table for the submission (the
+        // accesses take the only new references); the event handle is made
+        // after they are let go (see `handles::borrow`).
+        let ev = {
+            let mut tensors: SmallVec<[(Borrowed<crate::Tensor>, Mode); 4]> = SmallVec::new();
+            for (i, a) in acc.iter().enumerate() {
+                let t = tensor_ref(a.tensor, O, "accesses[].tensor")?;
+                let m = Mode::from_u32(a.mode)
+                    .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
+                tensors.push((t, m));
+            }
+            let name = if name.is_null() {
+                OpName::Static("kernel")
+            } else {
+                // SAFETY: a non-NULL name is a NUL-terminated string that the C
+                // contract keeps valid until the operation completes.
+                unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
+            };
+            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
+            for (t, m) in &tensors {
+                operands.push((t, *m));
+            }
+            let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
+            submit_borrowed(O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))?
         };
-        let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
-        for (t, m) in &tensors {
-            operands.push((t, *m));
+        if let Some(ev) = ev {
+            put(event_out, make_handle(Object::Event(ev), O)?);
         }
-        let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
-        submit_with(O, opts, event_out, |s| ops::kernel(name, &operands, k, s))
+        Ok(())
     })
 }
 

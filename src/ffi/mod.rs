@@ -98,6 +98,27 @@ macro_rules! handle_getter {
     };
 }
 
+/// Borrow a handle's object in place (see [`handles::borrow`] for what the
+/// caller must not do while it holds the result).
+macro_rules! handle_borrower {
+    ($fn:ident, $cty:ty, $kind:ident, $rty:ty) => {
+        /// Borrow a handle of this type in place, with a status-specific error.
+        pub(crate) fn $fn(h: *const $cty, origin: &'static str, what: &str) -> Result<handles::Borrowed<$rty>, Error> {
+            match handles::borrow(raw(h), Kind::$kind) {
+                Ok(o) => handles::Borrowed::try_map(o, |o| match o {
+                    Object::$kind(x) => Some(x),
+                    _ => None,
+                })
+                .map_err(|_| arg_error(Status::Internal, origin, what)),
+                Err(s) => Err(arg_error(s, origin, what)),
+            }
+        }
+    };
+}
+
+handle_borrower!(tensor_ref, ta_tensor, Tensor, crate::Tensor);
+handle_borrower!(runtime_ref, ta_runtime, Runtime, crate::Runtime);
+
 handle_getter!(tensor_arg, ta_tensor, Tensor, crate::Tensor);
 handle_getter!(runtime_arg, ta_runtime, Runtime, crate::Runtime);
 handle_getter!(event_arg, ta_event, Event, crate::Event);

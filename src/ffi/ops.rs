@@ -2,9 +2,9 @@
 
 use std::ffi::c_void;
 
-use super::handles::Object;
+use super::handles::{Borrowed, Object};
 use super::tensor::{array_arg, layout_arg};
-use super::{cq_arg, guard, make_handle, need, put, runtime_arg, tensor_arg};
+use super::{cq_arg, guard, make_handle, need, put, runtime_arg, runtime_ref, tensor_arg};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use crate::dispatch::Selector;
 use crate::dtype::Scalar;
@@ -18,23 +18,49 @@ struct SendPtr(*mut c_void);
 // which the user declared callable from any thread.
 unsafe impl Send for SendPtr {}
 
-/// Owned submission options decoded from a `ta_submit`.
-pub(crate) struct Opts {
-    runtime: Option<Runtime>,
+/// Submission options decoded from a `ta_submit`; the runtime is owned
+/// (`R = Runtime`) or borrowed from the handle table (see [`submit_borrowed`]).
+pub(crate) struct Opts<R = Runtime> {
+    runtime: Option<R>,
     cq: Option<(CompletionQueue, u64)>,
     callback: Option<crate::runtime::event::Callback>,
     selector: Selector,
     transfer: bool,
 }
 
+/// How [`Opts`] holds its runtime.
+pub(crate) trait RuntimeRef {
+    fn runtime(&self) -> &Runtime;
+}
+
+impl RuntimeRef for Runtime {
+    fn runtime(&self) -> &Runtime {
+        self
+    }
+}
+
+impl RuntimeRef for Borrowed<Runtime> {
+    fn runtime(&self) -> &Runtime {
+        self
+    }
+}
+
+type RuntimeLookup<R> = fn(*const super::ta_runtime, &'static str, &str) -> Result<R, Error>;
+
 impl Opts {
     pub(crate) fn decode(opts: *const ta_submit, origin: &'static str) -> Result<Opts, Error> {
+        Opts::decode_with(opts, origin, runtime_arg)
+    }
+}
+
+impl<R: RuntimeRef> Opts<R> {
+    fn decode_with(opts: *const ta_submit, origin: &'static str, lookup: RuntimeLookup<R>) -> Result<Opts<R>, Error> {
         if opts.is_null() {
             return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO, transfer: false });
         }
         // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
         let o = unsafe { *opts };
-        let runtime = if o.runtime.is_null() { None } else { Some(runtime_arg(o.runtime, origin, "opts.runtime")?) };
+        let runtime = if o.runtime.is_null() { None } else { Some(lookup(o.runtime, origin, "opts.runtime")?) };
         let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
         let selector = Selector::from_mask(o.backends)
             .ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends)))?;
@@ -58,7 +84,7 @@ impl Opts {
 
     fn submit(&mut self, event: bool) -> Submit<'_> {
         Submit {
-            runtime: self.runtime.as_ref(),
+            runtime: self.runtime.as_ref().map(|r| r.runtime()),
             event,
             callback: self.callback.take(),
             cq: self.cq.as_ref().map(|(q, t)| (q, *t)),
@@ -82,6 +108,20 @@ pub(crate) fn submit_with(
         put(event_out, make_handle(Object::Event(ev), origin)?);
     }
     Ok(())
+}
+
+/// As [`submit_with`], with the runtime borrowed from the handle table (no
+/// reference count taken per submission), and returning the event: the
+/// caller makes its handle once it holds nothing borrowed from the table
+/// (see [`super::handles::borrow`]).
+pub(crate) fn submit_borrowed(
+    origin: &'static str,
+    opts: *const ta_submit,
+    event: bool,
+    f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
+) -> Result<Option<Event>, Error> {
+    let mut o = Opts::decode_with(opts, origin, runtime_ref)?;
+    f(o.submit(event))
 }
 
 fn scalar(s: ta_scalar) -> Scalar {

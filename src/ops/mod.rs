@@ -94,11 +94,11 @@ impl Access {
         let layout = unsafe { &*self.layout };
         ResolvedView {
             ptr: self.data,
-            dtype: self.value().dtype,
+            dtype: self.value().dtype(),
             extents: &layout.extents,
             strides: &layout.strides,
             mode: self.mode,
-            domain: self.value().domain,
+            domain: self.value().domain(),
             conj: self.conj,
         }
     }

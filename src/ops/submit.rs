@@ -250,7 +250,7 @@ pub(crate) fn submit(
             a.set_geometry(crate::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
         } else {
             let c = locked.state(i).contents.as_deref().expect("checked constructed above");
-            a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype), layout: &c.layout, conj: false });
+            a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype()), layout: &c.layout, conj: false });
         }
     }
 
@@ -260,7 +260,7 @@ pub(crate) fn submit(
     work.set_stamp(stamp);
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(&guard_of) {
-        let on_device = device.is_some() && h.value.domain != Domain::Host;
+        let on_device = device.is_some() && h.value.domain() != Domain::Host;
         locked.guards[g].queue.enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((Arc::as_ptr(h.value) as usize, stamp));

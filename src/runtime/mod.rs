@@ -57,6 +57,9 @@ const STOPPED: u8 = 3;
 /// How long an idle drainer keeps looking for work before it exits.
 const DRAIN_SPIN: Duration = Duration::from_micros(50);
 
+/// Pause instructions between two looks at the queue by an idle drainer.
+const IDLE_PAUSES: u32 = 32;
+
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
 /// the submitting thread and the workers. Only shutdown reads the sum.
@@ -200,7 +203,12 @@ impl RuntimeInner {
             }
             spins = spins.wrapping_add(1);
             if spins % 16 != 0 {
-                std::hint::spin_loop();
+                // Look at the queue's lines only now and then: every look
+                // takes the tail line from the submitting thread, which must
+                // take it back for its next push.
+                for _ in 0..IDLE_PAUSES {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
             // (No rayon::yield_now here: it could start another drainer

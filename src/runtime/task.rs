@@ -93,13 +93,16 @@ impl Task {
     /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
     /// `device`: the ordinal of the device it runs on, for device tasks.
     pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
+        // The link first: allocating it between the moves of `work` would
+        // make one more copy of it.
+        let link = device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         Arc::new(Task {
             pending: AtomicU32::new(1),
             done: AtomicBool::new(false),
             successors: Mutex::new(Successors { done: false, list: SmallVec::new() }),
             runtime: runtime.map(NonNull::from),
             work: UnsafeCell::new(Some(work)),
-            link: device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() })),
+            link,
         })
     }
 
@@ -145,7 +148,9 @@ impl Task {
 
     /// Make `self` wait for `pred` (no-op if `pred` already finished).
     pub(crate) fn depend_on(self: &Arc<Self>, pred: &Arc<Task>) {
-        if Arc::ptr_eq(self, pred) {
+        // A finished predecessor needs no edge; checking first spares a lock
+        // on a line that the worker which finished it still owns.
+        if Arc::ptr_eq(self, pred) || pred.is_done() {
             return;
         }
         let mut s = pred.successors.lock();
