@@ -118,28 +118,7 @@ impl Layout {
     /// permuted layout) and conservative otherwise: it never calls an
     /// overlapping layout disjoint.
     pub fn is_non_overlapping(&self) -> bool {
-        let mut dims: SmallVec<[(usize, usize); 4]> = self
-            .extents
-            .iter()
-            .zip(&self.strides)
-            .filter(|(&e, _)| e > 1)
-            .map(|(&e, &s)| (s.unsigned_abs(), e))
-            .collect();
-        if self.is_empty() {
-            return true;
-        }
-        dims.sort_unstable();
-        let mut reach = 0usize; // largest offset reachable by the inner axes
-        for (s, e) in dims {
-            if s <= reach {
-                return false;
-            }
-            reach = match s.checked_mul(e - 1).and_then(|r| r.checked_add(reach)) {
-                Some(r) => r,
-                None => return false,
-            };
-        }
-        true
+        non_overlapping(&self.extents, &self.strides)
     }
 
     /// Whether this is the dense row-major layout of its extents.
@@ -157,11 +136,33 @@ impl Layout {
     }
 }
 
+/// [`Layout::is_non_overlapping`] for raw extents and strides (the leaf
+/// kernels check their resolved views with it).
+pub(crate) fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
+    if extents.contains(&0) {
+        return true;
+    }
+    let mut dims: SmallVec<[(usize, usize); 6]> =
+        extents.iter().zip(strides).filter(|(&e, _)| e > 1).map(|(&e, &s)| (s.unsigned_abs(), e)).collect();
+    dims.sort_unstable();
+    let mut reach = 0usize; // largest offset reachable by the inner axes
+    for (s, e) in dims {
+        if s <= reach {
+            return false;
+        }
+        reach = match s.checked_mul(e - 1).and_then(|r| r.checked_add(reach)) {
+            Some(r) => r,
+            None => return false,
+        };
+    }
+    true
+}
+
 /// The axes of `N` equally-shaped layouts as `(extent, per-operand strides)`,
 /// outermost first: axes of extent 1 dropped, ordered by the first operand's
 /// stride (innermost = smallest), adjacent axes that are contiguous for every
 /// operand merged. Empty for a single element.
-fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
+pub(crate) fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     let mut dims: SmallVec<[(usize, [isize; N]); 4]> = extents
         .iter()
         .enumerate()

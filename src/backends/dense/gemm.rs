@@ -313,7 +313,7 @@ pub(crate) unsafe fn gemm(
     }, unreachable!("gemm_check admits float dtypes only"))
 }
 
-/// [`super::non_overlapping`] for a 2-d layout, without sorting or allocating.
+/// [`crate::layout::non_overlapping`] for a 2-d layout, without sorting or allocating.
 fn non_overlapping_2d(e: &[usize], s: &[isize]) -> bool {
     let (e0, e1) = (e[0], e[1]);
     if e0 == 0 || e1 == 0 {

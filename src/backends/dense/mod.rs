@@ -270,35 +270,13 @@ pub(crate) fn check_output(origin: &'static str, name: &str, x: &Operand<'_>) ->
     if x.conjugated() {
         return Err(Error::new(Status::ReadOnly, origin, format!("output {name} is a conjugated (read-only) view")));
     }
-    if !non_overlapping(x.extents, x.strides) {
+    if !crate::layout::non_overlapping(x.extents, x.strides) {
         return Err(arg_err(
             origin,
             format!("output {name} ({}, strides {:?}) addresses some elements twice", dims(x.extents), x.strides),
         ));
     }
     Ok(())
-}
-
-/// Whether distinct indices always address distinct elements (exact for
-/// nested strides, conservative otherwise; see `Layout::is_non_overlapping`).
-pub(crate) fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
-    if extents.contains(&0) {
-        return true;
-    }
-    let mut d: smallvec::SmallVec<[(usize, usize); 6]> =
-        extents.iter().zip(strides).filter(|(&e, _)| e > 1).map(|(&e, &s)| (s.unsigned_abs(), e)).collect();
-    d.sort_unstable();
-    let mut reach = 0usize;
-    for (s, e) in d {
-        if s <= reach {
-            return false;
-        }
-        reach = match s.checked_mul(e - 1).and_then(|r| r.checked_add(reach)) {
-            Some(r) => r,
-            None => return false,
-        };
-    }
-    true
 }
 
 /// Output extents of `A·B` for 2-d `A` and `B`.

@@ -11,35 +11,12 @@ use super::{
 };
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
-use crate::layout::for_each_run;
+use crate::layout::{for_each_run, merged_axes};
 
 /// Elements summed sequentially (in four lanes) before pairwise combination.
 const BLOCK: usize = 128;
 
-/// Axes of a joint walk over `N` operands: `(extent, strides)`, outermost
-/// first, extent-1 axes dropped, sorted by the first operand's |stride|
-/// (descending) and merged where contiguous for every operand.
-fn walk_dims<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> Vec<(usize, [isize; N])> {
-    let mut d: Vec<(usize, [isize; N])> = (0..extents.len())
-        .filter(|&i| extents[i] != 1)
-        .map(|i| (extents[i], std::array::from_fn(|k| strides[k][i])))
-        .collect();
-    d.sort_by_key(|(_, s)| std::cmp::Reverse(s[0].unsigned_abs()));
-    let mut merged: Vec<(usize, [isize; N])> = Vec::with_capacity(d.len());
-    for (e, s) in d {
-        if let Some(last) = merged.last_mut() {
-            if (0..N).all(|k| last.1[k] == s[k] * e as isize) {
-                last.0 *= e;
-                last.1 = s;
-                continue;
-            }
-        }
-        merged.push((e, s));
-    }
-    merged
-}
-
-/// Pairwise sum of `f(offsets)` over every index of `dims` (see [`walk_dims`]),
+/// Pairwise sum of `f(offsets)` over every index of `dims` (see [`merged_axes`]),
 /// starting from element offsets `base`.
 fn pairwise<A: Float, const N: usize>(
     dims: &[(usize, [isize; N])],
@@ -198,7 +175,7 @@ pub(crate) unsafe fn sum(out: &Operand<'_>, x: &Operand<'_>, axes: Option<&[usiz
         let re: Vec<usize> = reduced.iter().map(|&i| x.extents[i]).collect();
         let rs: Vec<isize> = reduced.iter().map(|&i| x.strides[i]).collect();
         let empty = re.contains(&0);
-        let rdims = walk_dims(&re, [&rs]);
+        let rdims = merged_axes(&re, [&rs]);
         // SAFETY: offsets stay inside x by the caller's contract.
         let f = |[o]: [isize; 1]| unsafe { *px.offset(o) };
         let value = |xo: isize| {
@@ -245,7 +222,7 @@ pub(crate) unsafe fn dot(out: &Operand<'_>, x: &Operand<'_>, y: &Operand<'_>, co
     let cy = y.conjugated();
     with_float!(x.dtype, T => {
         let (px, py) = (x.ptr as *const T, y.ptr as *const T);
-        let d = walk_dims(x.extents, [x.strides, y.strides]);
+        let d = merged_axes(x.extents, [x.strides, y.strides]);
         let v = if x.len() == 0 {
             T::zero()
         } else {
@@ -293,7 +270,7 @@ unsafe fn norm2_typed<T: Float>(x: &Operand<'_>) -> T::Re {
         return zero;
     }
     let px = x.ptr as *const T;
-    let d = walk_dims(x.extents, [x.strides]);
+    let d = merged_axes(x.extents, [x.strides]);
     // SAFETY (closures): offsets stay inside x.
     let ss = pairwise(&d, [0], &|[o]| unsafe { (*px.offset(o)).abs_sq() });
     let tiny = R::<T>::MIN_NORMAL / (R::<T>::EPS * R::<T>::EPS);
