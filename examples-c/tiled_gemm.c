@@ -32,66 +32,11 @@
 
 #include <tensorasync.h>
 
+#include "example_util.h"
+
 static ta_runtime *rt;
 static ta_submit opts; /* {.runtime = rt} */
 static int failures;
-
-/* Stop on a failed call, printing the library's message for it. Calls that
- * take an error argument get `&err`; the others fall back to ta_last_error. */
-static void check(ta_status s, ta_error *err, const char *what, int line) {
-    if (s == TA_STATUS_OK) return;
-    char msg[512] = "", origin[64] = "";
-    if (!err) ta_last_error(&err);
-    if (err) {
-        ta_error_message(err, msg, sizeof msg, NULL);
-        ta_error_origin(err, origin, sizeof origin, NULL);
-    }
-    fprintf(stderr, "tiled_gemm.c:%d: %s failed: %s (started in %s): %s\n", line, what, ta_status_name(s),
-            origin, msg);
-    exit(1);
-}
-#define OK(call)                                                                                                      \
-    do {                                                                                                              \
-        ta_error *err = NULL;                                                                                         \
-        ta_status s_ = (call);                                                                                        \
-        check(s_, err, #call, __LINE__);                                                                              \
-        ta_error_free(err);                                                                                           \
-    } while (0)
-
-/* Waits for an event; on failure prints the operation's error (message and
- * the name of the operation where it started: a failed tile task poisons its
- * tile, and everything that reads it later reports that same error). */
-static void wait_event(ta_event *ev, const char *what) {
-    ta_status s = ta_event_wait(ev, TA_WAIT_FOREVER);
-    if (s != TA_STATUS_OK) {
-        char msg[512] = "", origin[64] = "";
-        ta_error *e = NULL;
-        if (ta_event_error(ev, &e) == TA_STATUS_OK && e) {
-            ta_error_message(e, msg, sizeof msg, NULL);
-            ta_error_origin(e, origin, sizeof origin, NULL);
-            ta_error_free(e);
-        }
-        fprintf(stderr, "%s failed: %s (started in %s): %s\n", what, ta_status_name(s), origin, msg);
-        exit(1);
-    }
-    OK(ta_event_free(ev));
-}
-
-/* Deterministic inputs in [-1, 1). */
-static unsigned long long rng_state = 88172645463325252ULL;
-static double rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static ta_scalar real(double x) {
-    ta_scalar s;
-    s.re = x;
-    s.im = 0.0;
-    return s;
-}
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "tensorasync.h"
+#include "harness.h"
 
 #define NTHREADS 2
 #define NREP 5                 /* timed rounds, after one warm-up round */
@@ -67,12 +68,6 @@ static long N_MEM_SP_HANDLES = 100000;
 #endif
 static int g_truncated; /* set by a run that stopped early */
 #define OVER_TIME(i, t0) ((((i) & 1023) == 1023) && now_ns() - (t0) > RUN_LIMIT_NS && (g_truncated = 1))
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "bench: FATAL: %s\n", what);
@@ -104,11 +99,6 @@ static void expect(double got, double want, const char *what) {
         fprintf(stderr, "bench: FATAL: wrong result in %s: got %.17g, want %.17g\n", what, got, want);
         exit(3);
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef struct {
@@ -144,82 +134,20 @@ static void read_rss(long *rss_kb, long *hwm_kb) {
     if (*rss_kb < 0 || *hwm_kb < 0) die("VmRSS/VmHWM not found");
 }
 
-/* Threads of this process other than the main one: how many, and how many
- * are running or runnable (state R), with their names in buf. */
-static int other_threads(int *running, char *buf, size_t cap) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    size_t len = 0;
-    pid_t self = getpid();
-    struct dirent *e;
-    buf[0] = 0;
-    *running = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) == self) continue;
-        n++;
-        char path[300], comm[64] = "?", stat[512] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(comm, sizeof comm, f)) strcpy(comm, "?");
-            fclose(f);
-        }
-        comm[strcspn(comm, "\n")] = 0;
-        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (f) {
-            if (fgets(stat, sizeof stat, f)) {
-                char *p = strrchr(stat, ')');
-                if (p && p[1] == ' ' && p[2] == 'R') ++*running;
-            }
-            fclose(f);
-        }
-        if (len + strlen(comm) + 2 < cap) len += (size_t)snprintf(buf + len, cap - len, " %s", comm);
-    }
-    closedir(d);
-    return n;
-}
-
 /* Waits (up to 1 s) until no other thread of this process has been running
  * for 3 polls in a row, so the previous runtime's exiting or spinning
  * workers do not compete with the next one; optionally says what it saw. */
 static void settle_threads(const char *label) {
     char names[512];
-    int running = 0, n = 0, quiet = 0;
-    for (int i = 0; i < 500 && quiet < 3; i++) {
-        n = other_threads(&running, names, sizeof names);
-        quiet = running == 0 ? quiet + 1 : 0;
-        if (quiet < 3) usleep(2000);
-    }
+    int running = 0, n = 0;
+    settle(500, 0, &n, &running, names, sizeof names);
     if (label)
         printf("%s: other threads of this process at start: %d, running: %d%s%s%s\n", label, n, running,
                n > 0 ? " (" : "", n > 0 ? names + 1 : "", n > 0 ? ")" : "");
 }
-
 /* Polite spin: keeps the CPU for the submitting thread (2 cores only). */
 static void wait_flag(atomic_int *f) {
     while (!atomic_load_explicit(f, memory_order_acquire)) usleep(50);
-}
-
-/* System-wide busy CPU time (ns) from /proc/stat, to spot other load. */
-static double system_busy_ns(void) {
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return 0;
-    unsigned long long v[10] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7], &v[8], &v[9]);
-    fclose(f);
-    if (n < 8) return 0;
-    /* user nice system (idle iowait skipped) irq softirq steal */
-    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    return (double)busy * 1e9 / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double self_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 /* ------------------------------------------------------- kernels (bodies) */

@@ -43,6 +43,8 @@
 #include <cblas.h>
 #include <tensorasync.h>
 
+#include "harness.h"
+
 /* OpenBLAS's own thread control (declared in its cblas.h; repeated for other BLAS headers). */
 void openblas_set_num_threads(int num_threads);
 
@@ -50,11 +52,8 @@ void openblas_set_num_threads(int num_threads);
 
 static ta_runtime *rt;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* Seconds. */
+static double now(void) { return now_ns() * 1e-9; }
 
 static void check(ta_status s, ta_error *err, const char *what) {
     if (s == TA_STATUS_OK) return;
@@ -95,22 +94,6 @@ static void wait_event(ta_event *ev) {
 static void wait_tensor(const ta_tensor *t) {
     ta_error *err = NULL;
     check(ta_tensor_wait(t, -1, &err), err, "ta_tensor_wait");
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double best(const double *v, int n) {
-    double b = v[0];
-    for (int i = 1; i < n; i++) if (v[i] < b) b = v[i];
-    return b;
 }
 
 static void fill_random(double *x, size_t count, unsigned seed) {

@@ -42,6 +42,8 @@
 
 #include <tensorasync.h>
 
+#include "harness.h"
+
 /* Being added to the library; declared here (weak) so that this program
  * builds and runs before and after it lands. */
 ta_status ta_cuda_device_count(size_t *count_out, ta_error **error);
@@ -185,32 +187,8 @@ static int ta_wait(ta_event *ev) {
 /* ---------------------------------------------------------------------------
  * Timing and statistics. */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-    double *w = malloc((size_t)n * sizeof *w);
-    memcpy(w, v, (size_t)n * sizeof *w);
-    qsort(w, (size_t)n, sizeof *w, cmp_double);
-    double m = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
-    free(w);
-    return m;
-}
-
-static double best(const double *v, int n) {
-    double b = v[0];
-    for (int i = 1; i < n; i++)
-        if (v[i] < b) b = v[i];
-    return b;
-}
+/* Seconds. */
+static double now(void) { return now_ns() * 1e-9; }
 
 static void fill(void *p, int f64, size_t count, uint64_t seed) {
     uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;

@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "tensorasync.h"
+#include "harness.h"
 
 #define NTHREADS 2
 #define MAXREP 20
@@ -89,12 +90,6 @@ static void blas_threads_for_tiles(void) {
 }
 
 /* ------------------------------------------------------------------ util */
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "tiled: FATAL: %s\n", what);
@@ -129,81 +124,18 @@ static unsigned long long rnd_u64(void) {
 }
 static double rnd(void) { return (double)(rnd_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static ta_scalar real(double x) {
     ta_scalar s = {x, 0.0};
     return s;
-}
-
-/* Threads of this process other than the main one that are running (state R). */
-static int running_threads(int *total, char *names, size_t cap) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return 0;
-    int n = 0, running = 0;
-    size_t len = 0;
-    pid_t self = getpid();
-    struct dirent *e;
-    names[0] = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) == self) continue;
-        n++;
-        char path[300], stat[512] = "", comm[64] = "?";
-        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (fgets(stat, sizeof stat, f)) {
-                char *p = strrchr(stat, ')');
-                if (p && p[1] == ' ' && p[2] == 'R') {
-                    running++;
-                    char *q = strchr(stat, '(');
-                    if (q && p > q && (size_t)(p - q) < sizeof comm) {
-                        memcpy(comm, q + 1, (size_t)(p - q - 1));
-                        comm[p - q - 1] = 0;
-                    }
-                    if (len + strlen(comm) + 2 < cap) len += (size_t)snprintf(names + len, cap - len, " %s", comm);
-                }
-            }
-            fclose(f);
-        }
-    }
-    closedir(d);
-    *total = n;
-    return running;
 }
 
 /* Waits (up to 2 s) until no other thread of this process has been running
  * for 3 polls in a row; says so if it gave up. */
 static void settle_threads(const char *before) {
     char names[512];
-    int total = 0, running = 0, quiet = 0;
-    for (int i = 0; i < 1000 && quiet < 3; i++) {
-        running = running_threads(&total, names, sizeof names);
-        quiet = running == 0 ? quiet + 1 : 0;
-        if (quiet < 3) usleep(2000);
-    }
-    if (quiet < 3) printf("  (before %s: %d other thread(s) still running:%s)\n", before, running, names);
-}
-
-/* System-wide busy CPU time (ns) from /proc/stat, and this process's CPU time. */
-static double system_busy_ns(void) {
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return 0;
-    unsigned long long v[10] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7], &v[8], &v[9]);
-    fclose(f);
-    if (n < 8) return 0;
-    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    return (double)busy * 1e9 / (double)sysconf(_SC_CLK_TCK);
-}
-static double self_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    int total = 0, running = 0;
+    if (!settle(1000, 1, &total, &running, names, sizeof names))
+        printf("  (before %s: %d other thread(s) still running:%s)\n", before, running, names);
 }
 
 /* ----------------------------------------------------------- the problems */
