@@ -20,30 +20,11 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use num_complex::Complex64;
 
-// The modules the kernel sources refer to as `crate::...`.
-#[allow(unused_imports)]
-mod dtype {
-    pub use tensorasync::dtype::*;
-}
-#[allow(unused_imports)]
-mod error {
-    pub use tensorasync::error::*;
-}
-#[allow(unused_imports)]
-mod layout {
-    pub use tensorasync::layout::*;
-}
-#[allow(unused_imports)]
-mod ops {
-    pub use tensorasync::ops::ResolvedView;
-}
+include!("common/kernel_shim.rs");
 // `blas.rs` refers to `super::dense`: both live at this crate's root.
 #[allow(dead_code, unused_imports)]
 #[path = "../src/backends/blas.rs"]
 mod blas;
-#[allow(dead_code, unused_imports)]
-#[path = "../src/backends/dense/mod.rs"]
-mod dense;
 
 use blas::Blas;
 use dense::{Float, Mat2, Operand};

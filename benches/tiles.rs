@@ -26,26 +26,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput};
 
-// The modules the kernel sources refer to as `crate::...`.
-#[allow(unused_imports)]
-mod dtype {
-    pub use tensorasync::dtype::*;
-}
-#[allow(unused_imports)]
-mod error {
-    pub use tensorasync::error::*;
-}
-#[allow(unused_imports)]
-mod layout {
-    pub use tensorasync::layout::*;
-}
-#[allow(unused_imports)]
-mod ops {
-    pub use tensorasync::ops::ResolvedView;
-}
-#[allow(dead_code, unused_imports)]
-#[path = "../src/backends/dense/mod.rs"]
-mod dense;
+include!("common/kernel_shim.rs");
 
 use dense::Operand;
 use tensorasync::{DType, Scalar};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of tensorasync on a fresh Debian machine with Rust and gcc:
 # installs the tools it needs, then runs
-#   1. the Rust unit, integration, differential and header tests (release);
+#   1. the Rust unit, integration, differential and header tests (release),
+#      and a build of the criterion benchmarks;
 #   2. the C tests (examples-c), once normally and once under valgrind;
 #   3. the install + pkg-config check;
 #   4. the Rust tests again under AddressSanitizer, when a nightly toolchain exists.
@@ -32,6 +33,11 @@ fi
 
 step "Rust tests (cargo test --release)"
 cargo test --release
+
+# The kernel benches compile library sources into themselves (benches/common/
+# kernel_shim.rs), so a change to those sources can break them: build them.
+step "benchmarks build (cargo bench --no-run)"
+cargo bench --no-run
 
 step "C tests, normally and under valgrind"
 make -C examples-c check

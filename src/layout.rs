@@ -138,7 +138,7 @@ impl Layout {
 
 /// [`Layout::is_non_overlapping`] for raw extents and strides (the leaf
 /// kernels check their resolved views with it).
-pub(crate) fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
+pub fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
     if extents.contains(&0) {
         return true;
     }
@@ -162,7 +162,7 @@ pub(crate) fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
 /// outermost first: axes of extent 1 dropped, ordered by the first operand's
 /// stride (innermost = smallest), adjacent axes that are contiguous for every
 /// operand merged. Empty for a single element.
-pub(crate) fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
+pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     let mut dims: SmallVec<[(usize, [isize; N]); 4]> = extents
         .iter()
         .enumerate()

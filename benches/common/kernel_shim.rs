@@ -1,0 +1,24 @@
+// The library's dense kernels are `pub(crate)`, so the kernel benches
+// compile their sources into themselves, on top of the library's public
+// types: these are the modules the kernel sources refer to as `crate::...`.
+// Included at the root of each kernel bench (`include!`); the `#[path]` is
+// relative to this file.
+#[allow(unused_imports)]
+mod dtype {
+    pub use tensorasync::dtype::*;
+}
+#[allow(unused_imports)]
+mod error {
+    pub use tensorasync::error::*;
+}
+#[allow(unused_imports)]
+mod layout {
+    pub use tensorasync::layout::*;
+}
+#[allow(unused_imports)]
+mod ops {
+    pub use tensorasync::ops::ResolvedView;
+}
+#[allow(dead_code, unused_imports)]
+#[path = "../../src/backends/dense/mod.rs"]
+mod dense;
