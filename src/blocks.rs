@@ -24,7 +24,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::storage::Storage;
-use crate::value::{Contents, Tensor, Value};
+use crate::value::{Contents, Tensor, Value, ValueRc};
 
 /// How the blocks cut the array.
 enum Shape {
@@ -39,7 +39,7 @@ pub(crate) struct BlockArrayInner {
     domain: Domain,
     storage: Arc<Storage>,
     /// One hazard record per block, in block order.
-    blocks: Vec<Arc<Value>>,
+    blocks: Vec<ValueRc>,
     /// Each block's layout in the shared storage (absolute offsets).
     layouts: Vec<Layout>,
     shape: Shape,
@@ -50,7 +50,7 @@ pub(crate) struct Coalesced {
     /// Keeps the allocation and the blocks' records alive.
     pub(crate) array: Arc<BlockArrayInner>,
     /// The covered blocks' hazard records (each enrolled over its whole block).
-    pub(crate) members: SmallVec<[Arc<Value>; 4]>,
+    pub(crate) members: SmallVec<[ValueRc; 4]>,
     /// Where the elements are in the shared storage (absolute offset).
     pub(crate) layout: Layout,
 }
@@ -155,7 +155,7 @@ impl BlockArray {
                 };
                 let mut local = l.clone();
                 local.offset -= lo;
-                Value::new_fixed(dtype, domain, Contents::owning(part, local))
+                ValueRc::new(Value::new_fixed(dtype, domain, Contents::owning(part, local)))
             })
             .collect();
         let _ = origin; // creation cannot fail past the allocation

@@ -15,6 +15,7 @@
 //! replaces it must keep the old storage alive (in its own task) until every
 //! earlier access has finished, which a writer does by construction.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,6 +206,53 @@ impl Value {
     }
 }
 
+/// A counted reference to a [`Value`], as handles, views and block arrays
+/// hold it.
+///
+/// The tasks of pending operations point at the values they access without
+/// a count of their own: a count taken by the submitter and dropped by a
+/// worker for every task would move the value's cache line between the two
+/// threads twice per task. The value outlives those tasks by another rule:
+/// dropping a counted reference while tasks are queued on the value hands the
+/// reference to a release task enrolled behind them (see
+/// [`crate::runtime::release_value`]). So the last count of a value goes only
+/// when its queue is idle, and nothing can be enrolled after that (enrolling
+/// needs a counted reference). The runtime's own barrier and release tasks
+/// hold plain `Arc`s: they run after everything enrolled before them, and
+/// whatever is enrolled after them is covered by another counted reference.
+pub(crate) struct ValueRc(ManuallyDrop<Arc<Value>>);
+
+impl ValueRc {
+    pub(crate) fn new(v: Arc<Value>) -> ValueRc {
+        ValueRc(ManuallyDrop::new(v))
+    }
+
+    pub(crate) fn arc(&self) -> &Arc<Value> {
+        &self.0
+    }
+}
+
+impl Clone for ValueRc {
+    fn clone(&self) -> Self {
+        ValueRc::new(Arc::clone(&self.0))
+    }
+}
+
+impl std::ops::Deref for ValueRc {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl Drop for ValueRc {
+    fn drop(&mut self) {
+        // SAFETY: the only place the Arc is taken out, and `self` is not used after.
+        let v = unsafe { ManuallyDrop::take(&mut self.0) };
+        runtime::release_value(v);
+    }
+}
+
 /// A handle to an asynchronous tensor: a whole value, or a view of one (see
 /// [`crate::view`]). Cloning the handle shares it (same data, same epoch
 /// queue: a structural copy); [`Tensor::deep_copy`] makes a new value.
@@ -215,7 +263,7 @@ pub struct Tensor(pub(crate) Repr);
 /// A whole value is one pointer, so plain tensors stay as small as they can.
 #[derive(Clone)]
 pub(crate) enum Repr {
-    Value(Arc<Value>),
+    Value(ValueRc),
     View(Arc<View>),
     /// Several blocks of a block array as one view (several hazard records).
     Coalesced(Arc<Coalesced>),
@@ -225,7 +273,7 @@ pub(crate) enum Repr {
 /// one for a value or a view, one per covered block for a coalesced view.
 pub(crate) enum Hazards<'a> {
     One(Option<(&'a Arc<Value>, &'a Region)>),
-    Many(std::slice::Iter<'a, Arc<Value>>),
+    Many(std::slice::Iter<'a, ValueRc>),
 }
 
 impl<'a> Iterator for Hazards<'a> {
@@ -233,7 +281,7 @@ impl<'a> Iterator for Hazards<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Hazards::One(x) => x.take(),
-            Hazards::Many(it) => it.next().map(|v| (v, &FULL_REGION)),
+            Hazards::Many(it) => it.next().map(|v| (v.arc(), &FULL_REGION)),
         }
     }
 }
@@ -248,11 +296,11 @@ pub(crate) fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
 
 impl Tensor {
     fn whole(v: Arc<Value>) -> Tensor {
-        Tensor(Repr::Value(v))
+        Tensor(Repr::Value(ValueRc::new(v)))
     }
 
     /// A handle to an existing value (a block of a block array).
-    pub(crate) fn of_value(v: Arc<Value>) -> Tensor {
+    pub(crate) fn of_value(v: ValueRc) -> Tensor {
         Tensor(Repr::Value(v))
     }
 
@@ -268,17 +316,17 @@ impl Tensor {
     /// root, or a coalesced view's first block.
     pub(crate) fn root(&self) -> &Arc<Value> {
         match &self.0 {
-            Repr::Value(v) => v,
-            Repr::View(v) => &v.root,
-            Repr::Coalesced(c) => &c.members[0],
+            Repr::Value(v) => v.arc(),
+            Repr::View(v) => v.root.arc(),
+            Repr::Coalesced(c) => c.members[0].arc(),
         }
     }
 
     /// Every hazard record this handle orders on, with its region.
     pub(crate) fn hazards(&self) -> Hazards<'_> {
         match &self.0 {
-            Repr::Value(v) => Hazards::One(Some((v, &FULL_REGION))),
-            Repr::View(v) => Hazards::One(Some((&v.root, &v.region))),
+            Repr::Value(v) => Hazards::One(Some((v.arc(), &FULL_REGION))),
+            Repr::View(v) => Hazards::One(Some((v.root.arc(), &v.region))),
             Repr::Coalesced(c) => Hazards::Many(c.members.iter()),
         }
     }

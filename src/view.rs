@@ -15,7 +15,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::region::{IndexBox, Prog, Region};
-use crate::value::{Contents, Value};
+use crate::value::{Contents, ValueRc};
 
 /// How one root axis is reached from a view: either fixed at one index, or
 /// `start + step * i` along view axis `axis`.
@@ -27,7 +27,7 @@ enum RootAxis {
 
 pub(crate) struct View {
     /// The hazard record shared with the root (its exact queue).
-    pub(crate) root: Arc<Value>,
+    pub(crate) root: ValueRc,
     /// The root's contents when the view was made (keeps the storage alive).
     pub(crate) contents: Arc<Contents>,
     /// Where the view's elements are in the storage (absolute offset).
@@ -109,7 +109,7 @@ pub(crate) struct Geometry<'a> {
 
 impl View {
     /// The view of a whole value as it is now (the starting point of every view).
-    pub(crate) fn of_root(root: &Arc<Value>, origin: &'static str) -> Result<View> {
+    pub(crate) fn of_root(root: &ValueRc, origin: &'static str) -> Result<View> {
         let contents = root.state.lock().contents.clone().ok_or_else(|| {
             Error::new(Status::Unconstructed, origin, "a view of an unconstructed tensor cannot be made")
         })?;

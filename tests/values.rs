@@ -245,6 +245,99 @@ fn releasing_every_handle_with_10k_operations_pending() {
     assert_eq!(user, vec![5000.0; 8]);
 }
 
+/// Tasks point at their values without a count of their own; a value stays
+/// until its last pending task has finished, whichever kind of handle (the
+/// value, a view, a clone on another thread, a block array) goes last.
+#[test]
+fn values_outlive_pending_tasks_whichever_handle_goes_last() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    // Reads of the wrapped value (through it or a view of it), and of the tile.
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+    static RAN_TILE: AtomicUsize = AtomicUsize::new(0);
+    static RAN_AT_RELEASE: AtomicUsize = AtomicUsize::new(usize::MAX);
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 200;
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let mut user: Vec<f64> = (0..16).map(|i| i as f64).collect();
+    let wrapped = unsafe {
+        Tensor::wrap(
+            DType::F64,
+            Layout::contiguous(&[16], Order::RowMajor),
+            user.as_mut_ptr().cast(),
+            true,
+            Some(Box::new(|| {
+                RAN_AT_RELEASE.store(RAN.load(Ordering::SeqCst), Ordering::SeqCst);
+                RELEASED.fetch_add(1, Ordering::SeqCst);
+            })),
+        )
+    }
+    .unwrap();
+    // A pending reader holds the queue; everything after it is readers too,
+    // so the frontier is a long epoch of unfinished reads.
+    ops::kernel("blocker", &[(&wrapped, Mode::Read)], blocker(&gate), Submit::on(&rt)).unwrap();
+    let tiles = BlockArray::tiled(DType::F64, &[4, 4], &[2, 2], Order::RowMajor, Domain::Host).unwrap();
+    ops::kernel("blocker", &[(&tiles.tile(&[1, 1]).unwrap(), Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
+    let check = |expect: Vec<f64>, counter: &'static AtomicUsize| {
+        KernelFn::new(move |c| {
+            let v = &c.views()[0];
+            let got: Vec<f64> = (0..v.extents[0]).map(|i| unsafe { *(v.ptr as *const f64).offset(i as isize * v.strides[0]) }).collect();
+            assert_eq!(got, expect);
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    };
+    std::thread::scope(|s| {
+        for k in 0..THREADS {
+            let (whole, view, tile) = (wrapped.clone(), wrapped.slice(&[SliceSpec::range(4, 12)]).unwrap(), tiles.tile(&[1, 1]).unwrap());
+            let (rt, check) = (&rt, &check);
+            s.spawn(move || {
+                for i in 0..PER_THREAD {
+                    let kind = (i + k) % 3;
+                    let counter = if kind == 2 { &RAN_TILE } else { &RAN };
+                    // (A view made here goes at the end of the iteration.)
+                    let (t, expect) = match (kind, i % 2 == 0) {
+                        (0, true) => (whole.clone(), (0..16).map(|x| x as f64).collect()),
+                        (0, false) => (whole.slice(&[SliceSpec::range(8, 16)]).unwrap(), (8..16).map(|x| x as f64).collect()),
+                        (1, _) => (view.clone(), (4..12).map(|x| x as f64).collect()),
+                        (_, true) => (tile.clone(), vec![0.0; 2]),
+                        (_, false) => (tile.slice(&[SliceSpec::index(0), SliceSpec::all(2)]).unwrap(), vec![0.0; 2]),
+                    };
+                    ops::kernel("check", &[(&t, Mode::Read)], check(expect, counter), Submit::on(rt)).unwrap();
+                }
+                // Every handle of this thread goes while its reads are pending.
+            });
+        }
+    });
+    // Then an update and reads through the whole handle only, which hold no
+    // count in their tasks: once the reads above have run, every view (and
+    // task holding one) is gone, and only the queue keeps the value.
+    const TAIL: usize = 50;
+    let gate2 = Gate::default();
+    ops::kernel("blocker", &[(&wrapped, Mode::Update)], blocker(&gate2), Submit::on(&rt)).unwrap();
+    for _ in 0..TAIL {
+        ops::kernel("check", &[(&wrapped, Mode::Read)], check((0..16).map(|x| x as f64).collect(), &RAN), Submit::on(&rt)).unwrap();
+    }
+    drop(wrapped);
+    drop(tiles);
+    assert_eq!(RELEASED.load(Ordering::SeqCst), 0, "released while accesses were pending");
+    gate.open();
+    let t0 = std::time::Instant::now();
+    while RAN.load(Ordering::SeqCst) + RAN_TILE.load(Ordering::SeqCst) < THREADS * PER_THREAD {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the first reads never ran");
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(RELEASED.load(Ordering::SeqCst), 0, "released while the update and its readers were pending");
+    gate2.open();
+    rt.shutdown(ShutdownMode::Drain).unwrap();
+    let reads = RAN.load(Ordering::SeqCst);
+    assert_eq!(reads + RAN_TILE.load(Ordering::SeqCst), THREADS * PER_THREAD + TAIL, "every read ran, on live memory");
+    assert_eq!(RELEASED.load(Ordering::SeqCst), 1, "zero-copy release exactly once");
+    assert_eq!(RAN_AT_RELEASE.load(Ordering::SeqCst), reads, "released after the last access");
+    assert_eq!(user[15], 15.0);
+}
+
 #[test]
 fn shutdown_with_cancel_completes_pending_work_as_cancelled() {
     let rt = Runtime::new(2).unwrap();

@@ -14,6 +14,7 @@ mod name;
 pub(crate) mod submit;
 mod transfer;
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -24,7 +25,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::queue::Mode;
-use crate::value::{Tensor, Value};
+use crate::value::{Repr, Tensor, Value};
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
@@ -53,8 +54,13 @@ pub struct ResolvedView<'a> {
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared
 /// state to find them.
 pub(crate) struct Access {
-    /// The handle: keeps the root value (and a view's own layout) alive.
-    pub(crate) tensor: Tensor,
+    /// The handle. For a whole value it is a copy without a count of its
+    /// own (see [`crate::value::ValueRc`] for why the value outlives the
+    /// task anyway); a view or coalesced view is a counted clone, which also
+    /// keeps the view's own layout alive.
+    pub(crate) tensor: ManuallyDrop<Tensor>,
+    /// Whether `tensor` holds a count (and is dropped with the access).
+    counted: bool,
     pub(crate) mode: Mode,
     /// Reads conjugate (a conj view of a complex tensor).
     conj: bool,
@@ -74,8 +80,21 @@ pub(crate) struct Access {
 unsafe impl Send for Access {}
 
 impl Access {
-    pub(crate) fn new(tensor: Tensor, mode: Mode) -> Access {
-        Access { tensor, mode, conj: false, data: std::ptr::null_mut(), layout: std::ptr::null() }
+    /// An access through `tensor`, which the submitter holds until the access
+    /// is enrolled on its value's queue.
+    pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
+        let (tensor, counted) = match &tensor.0 {
+            // SAFETY: a bitwise copy of a handle to a whole value, never
+            // dropped (`counted` is false) and never cloned as a handle. The
+            // value outlives it: the submitter's handle keeps the value alive
+            // until the access is enrolled on its queue, and from then on the
+            // value's last count cannot go before its queue is idle (see
+            // `ValueRc`), that is before this access's task has finished,
+            // after which the access is no longer used.
+            Repr::Value(_) => (ManuallyDrop::new(unsafe { std::ptr::read(tensor) }), false),
+            _ => (ManuallyDrop::new(tensor.clone()), true),
+        };
+        Access { tensor, counted, mode, conj: false, data: std::ptr::null_mut(), layout: std::ptr::null() }
     }
 
     /// The (first) hazard record: dtype, domain.
@@ -100,6 +119,15 @@ impl Access {
             mode: self.mode,
             domain: self.value().domain(),
             conj: self.conj,
+        }
+    }
+}
+
+impl Drop for Access {
+    fn drop(&mut self) {
+        if self.counted {
+            // SAFETY: dropped once, here; the access is not used after.
+            unsafe { ManuallyDrop::drop(&mut self.tensor) }
         }
     }
 }

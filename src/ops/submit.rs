@@ -185,7 +185,7 @@ pub(crate) fn submit(
     let event = opts.event.then(Event::new);
     let mut accesses = SmallVec::new();
     for (t, m) in operands {
-        accesses.push(Access::new((*t).clone(), *m));
+        accesses.push(Access::new(t, *m));
     }
     let completion = Completion {
         event: event.clone(),

@@ -61,6 +61,9 @@ pub(crate) enum Job {
     Op(Operation),
     /// A wait on a value: completes once everything enrolled before it has.
     Barrier(Arc<Value>, Region),
+    /// Holds a released value until everything enrolled before it has
+    /// finished (see [`crate::runtime::release_value`]).
+    Release(Arc<Value>),
 }
 
 /// A device task between issue and finish: what its finish needs.
@@ -109,7 +112,7 @@ impl Work {
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
         match &mut self.job {
             Job::Op(op) => &mut op.accesses,
-            Job::Barrier(..) => &mut [],
+            Job::Barrier(..) | Job::Release(_) => &mut [],
         }
     }
 }
@@ -118,6 +121,12 @@ impl Work {
 pub(crate) fn barrier(value: Arc<Value>, region: Region, event: Event) -> Arc<Task> {
     let completion = Completion { event: Some(event), ..Default::default() }.boxed();
     Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
+}
+
+/// A release task for `value` (see [`crate::runtime::release_value`]); it
+/// runs inline wherever it becomes ready.
+pub(crate) fn release(value: Arc<Value>) -> Arc<Task> {
+    Task::new(None, Work { job: Job::Release(value), completion: None }, None)
 }
 
 thread_local! {
@@ -208,6 +217,7 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     let mut cx = RunCtx { waits: task.take_waits(), issued: None };
     let result = match &mut job {
         Job::Barrier(v, region) => settled_state(v, region, "tensor_wait"),
+        Job::Release(_) => Ok(()),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
@@ -238,16 +248,30 @@ fn conclude(task: &Arc<Task>, job: Job, completion: Option<Box<Completion>>, res
         // before the waiter wakes, so a caller that frees a tensor right
         // after waiting for it gets the memory back at once.
         Job::Barrier(..) => None,
+        // The count goes after the task has finished (its value may go with
+        // it, frontier and all).
+        Job::Release(v) => {
+            let ready = task.finish();
+            drop(v);
+            return ready;
+        }
     };
     if let Some(c) = completion {
         c.fire(&result);
     }
-    let ready = task.finish();
+    let mut ready = task.finish();
     // An operation's operands (and wrapped memory with its release hook)
     // live until its completion has been reported.
     drop(job);
-    // Last use of the runtime pointer: see `Task::runtime`.
     if let Some(rt) = task.runtime() {
+        // Waits and releases that this task made ready run before it
+        // retires: a drained runtime has let go of every value its tasks
+        // kept (see `crate::runtime::release_value`).
+        ready.retain(|t| t.runtime().is_some() || {
+            run(t.clone());
+            false
+        });
+        // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
     }
     ready

@@ -505,3 +505,23 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
     }
     event.wait(timeout)
 }
+
+/// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]):
+/// at once if nothing enrolled on it is unfinished, otherwise through a
+/// release task that runs after everything enrolled so far, so that the
+/// value outlives the tasks that point at it without a count.
+pub(crate) fn release_value(value: Arc<Value>) {
+    let mut s = value.state.lock();
+    if s.queue.is_idle() {
+        drop(s);
+        return;
+    }
+    let task = exec::release(value.clone());
+    s.queue.enroll_barrier(&task, &Region::Full);
+    drop(s);
+    // (`value` goes only after the lock: the release task holds a count.)
+    drop(value);
+    if task.release_guard() {
+        exec::run(task);
+    }
+}
