@@ -338,6 +338,29 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
     assert_eq!(user[15], 15.0);
 }
 
+/// Waits (and releases) run wherever the task they follow finishes, before
+/// it retires. A long chain of operations interleaved with abandoned waits,
+/// and with handles cloned and dropped around every submission, runs one
+/// task after the other, not nested (nesting overflowed the worker's stack).
+#[test]
+fn long_chains_of_waits_and_transient_handles_do_not_nest() {
+    const N: usize = 20_000;
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let t = f64s(&[4], &[1.0; 4]);
+    ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
+    for i in 0..N {
+        let h = if i % 2 == 0 { t.clone() } else { t.slice(&[SliceSpec::range(0, 4)]).unwrap() };
+        ops::scale(&h, Scalar::real(if i % 4 < 2 { 2.0 } else { 0.5 }), Submit::on(&rt)).unwrap();
+        // A wait that gives up at once leaves its barrier enrolled.
+        assert_eq!(h.wait(Some(Duration::ZERO)).unwrap_err().status(), Status::Timeout);
+    }
+    gate.open();
+    t.wait(LONG).unwrap();
+    assert_eq!(read_f64(&t), vec![1.0; 4]);
+    rt.shutdown(ShutdownMode::Drain).unwrap();
+}
+
 #[test]
 fn shutdown_with_cancel_completes_pending_work_as_cancelled() {
     let rt = Runtime::new(2).unwrap();

@@ -17,7 +17,7 @@ use crate::dispatch::{Issued, RunCtx};
 use crate::error::{Error, Result, Status};
 use crate::ops::Operation;
 use crate::region::Region;
-use crate::value::{settled_state, Contents, Value};
+use crate::value::{settled_state, Contents, Value, ValueRc};
 
 /// How a task reports its outcome, and what it keeps alive until then
 /// (boxed in the task only when needed, so a plain pending task stays small).
@@ -60,10 +60,10 @@ impl Completion {
 pub(crate) enum Job {
     Op(Operation),
     /// A wait on a value: completes once everything enrolled before it has.
-    Barrier(Arc<Value>, Region),
+    Barrier(ValueRc, Region),
     /// Holds a released value until everything enrolled before it has
     /// finished (see [`crate::runtime::release_value`]).
-    Release(Arc<Value>),
+    Release(ValueRc),
 }
 
 /// A device task between issue and finish: what its finish needs.
@@ -118,14 +118,14 @@ impl Work {
 }
 
 /// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
-pub(crate) fn barrier(value: Arc<Value>, region: Region, event: Event) -> Arc<Task> {
+pub(crate) fn barrier(value: ValueRc, region: Region, event: Event) -> Arc<Task> {
     let completion = Completion { event: Some(event), ..Default::default() }.boxed();
     Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
 }
 
 /// A release task for `value` (see [`crate::runtime::release_value`]); it
 /// runs inline wherever it becomes ready.
-pub(crate) fn release(value: Arc<Value>) -> Arc<Task> {
+pub(crate) fn release(value: ValueRc) -> Arc<Task> {
     Task::new(None, Work { job: Job::Release(value), completion: None }, None)
 }
 
@@ -216,7 +216,7 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     let Work { mut job, completion } = work;
     let mut cx = RunCtx { waits: task.take_waits(), issued: None };
     let result = match &mut job {
-        Job::Barrier(v, region) => settled_state(v, region, "tensor_wait"),
+        Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
@@ -266,11 +266,17 @@ fn conclude(task: &Arc<Task>, job: Job, completion: Option<Box<Completion>>, res
     if let Some(rt) = task.runtime() {
         // Waits and releases that this task made ready run before it
         // retires: a drained runtime has let go of every value its tasks
-        // kept (see `crate::runtime::release_value`).
-        ready.retain(|t| t.runtime().is_some() || {
-            run(t.clone());
-            false
-        });
+        // kept (see `crate::runtime::release_value`). They run here one
+        // after the other, not nested (their own successors join the list).
+        let mut i = 0;
+        while i < ready.len() {
+            if ready[i].runtime().is_none() {
+                let t = ready.remove(i);
+                ready.extend(execute(&t));
+            } else {
+                i += 1;
+            }
+        }
         // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
     }

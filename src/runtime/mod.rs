@@ -496,7 +496,7 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
         return crate::value::settled_state(value, region, ORIGIN);
     }
     let event = Event::new();
-    let task = exec::barrier(value.clone(), region.clone(), event.clone());
+    let task = exec::barrier(crate::value::ValueRc::new(value.clone()), region.clone(), event.clone());
     s.queue.enroll_barrier(&task, region);
     drop(s);
     event.bind(&task);
@@ -506,21 +506,32 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
     event.wait(timeout)
 }
 
-/// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]):
-/// at once if nothing enrolled on it is unfinished, otherwise through a
-/// release task that runs after everything enrolled so far, so that the
-/// value outlives the tasks that point at it without a count.
+/// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]).
+///
+/// Every count of a value goes here, under the value's lock, so a count
+/// that is not the last stays not the last until it has gone. The last one
+/// goes at once if nothing enrolled on the value is unfinished; otherwise it
+/// moves into a release task that runs after everything enrolled so far, so
+/// that the value outlives the tasks that point at it without a count.
 pub(crate) fn release_value(value: Arc<Value>) {
-    let mut s = value.state.lock();
-    if s.queue.is_idle() {
-        drop(s);
+    let ptr = Arc::as_ptr(&value);
+    // SAFETY: the value stays alive while `v` is used: our count goes only
+    // after the guard (last count), or while other counts remain (which can
+    // only go under this lock), or moves into the release task.
+    let v = unsafe { &*ptr };
+    let mut s = v.state.lock();
+    if Arc::strong_count(&value) > 1 {
+        drop(value);
         return;
     }
-    let task = exec::release(value.clone());
+    if s.queue.is_idle() {
+        drop(s);
+        drop(value);
+        return;
+    }
+    let task = exec::release(crate::value::ValueRc::new(value));
     s.queue.enroll_barrier(&task, &Region::Full);
     drop(s);
-    // (`value` goes only after the lock: the release task holds a count.)
-    drop(value);
     if task.release_guard() {
         exec::run(task);
     }
