@@ -213,13 +213,13 @@ impl Value {
 /// a count of their own: a count taken by the submitter and dropped by a
 /// worker for every task would move the value's cache line between the two
 /// threads twice per task. The value outlives those tasks by another rule:
-/// dropping a counted reference while tasks are queued on the value hands the
-/// reference to a release task enrolled behind them (see
-/// [`crate::runtime::release_value`]). So the last count of a value goes only
-/// when its queue is idle, and nothing can be enrolled after that (enrolling
-/// needs a counted reference). The runtime's own barrier and release tasks
-/// hold plain `Arc`s: they run after everything enrolled before them, and
-/// whatever is enrolled after them is covered by another counted reference.
+/// every count goes under the value's lock (see
+/// [`crate::runtime::release_value`]), and the last one, if tasks are still
+/// queued on the value, moves into a release task enrolled behind them. So
+/// the last count of a value goes only when its queue is idle, and nothing
+/// can be enrolled after that (enrolling needs a counted reference). Every
+/// count of a value is a `ValueRc`, the runtime's own wait and release tasks'
+/// included, so that no count goes around the lock.
 pub(crate) struct ValueRc(ManuallyDrop<Arc<Value>>);
 
 impl ValueRc {
