@@ -10,6 +10,9 @@
  *   rnd()                 deterministic values in [-1, 1) (xorshift64; define
  *                         EXAMPLE_RNG_SEED before including to pick the sequence)
  *   real(x)               the ta_scalar x + 0i
+ *   example_finish(name, failures)
+ *                         the end of main: counts a leak if any handle is still
+ *                         live, prints the verdict, returns main's exit status
  */
 #ifndef TA_EXAMPLE_UTIL_H
 #define TA_EXAMPLE_UTIL_H
@@ -73,6 +76,23 @@ static ta_scalar real(double x) {
     s.re = x;
     s.im = 0.0;
     return s;
+}
+
+/* The end of an example's main, after its runtime is freed: every handle
+ * must be gone, and any failed case fails the program. */
+static int example_finish(const char *name, int failures) {
+    size_t live = 0;
+    OK(ta_handles_live(&live));
+    if (live != 0) {
+        printf("LEAK: %zu handles still live at exit\n", live);
+        failures++;
+    }
+    if (failures) {
+        printf("%s: %d case(s) FAILED\n", name, failures);
+        return 1;
+    }
+    printf("%s: all cases verified\n", name);
+    return 0;
 }
 
 #endif

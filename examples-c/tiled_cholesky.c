@@ -78,6 +78,47 @@ static int ref_cholesky(double *l, size_t n) {
     return 0;
 }
 
+/* Handles to the nt x nt tiles of `blocks`, row by row. */
+static ta_tensor **tiles_of(ta_blocks *blocks, size_t nt) {
+    ta_tensor **t = malloc(sizeof *t * nt * nt);
+    if (!t) exit(2);
+    for (size_t i = 0; i < nt; i++)
+        for (size_t j = 0; j < nt; j++) {
+            size_t idx[2] = {i, j};
+            OK(ta_blocks_tile(blocks, 2, idx, &t[i * nt + j], &err));
+        }
+    return t;
+}
+
+static void free_tiles(ta_tensor **t, size_t nt) {
+    for (size_t x = 0; x < nt * nt; x++) OK(ta_tensor_free(t[x]));
+    free(t);
+}
+
+/* The algorithm of the header comment, submitted in program order on the
+ * tiles t (row by row); nothing waits. */
+static void submit_cholesky(ta_tensor **t, size_t nt) {
+#define T(i, j) t[(i) * nt + (j)]
+    for (size_t k = 0; k < nt; k++) {
+        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, &opts, NULL, &err));
+        ta_tensor *lkk_t = NULL; /* L_kk^T: the transposed view of a lower tile is upper */
+        OK(ta_tensor_transpose(T(k, k), &lkk_t, &err));
+        for (size_t i = k + 1; i < nt; i++)
+            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, &opts, NULL, &err));
+        OK(ta_tensor_free(lkk_t));
+        for (size_t i = k + 1; i < nt; i++) {
+            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), &opts, NULL, &err));
+            for (size_t j = k + 1; j < i; j++) {
+                ta_tensor *ljk_t = NULL;
+                OK(ta_tensor_transpose(T(j, k), &ljk_t, &err));
+                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), &opts, NULL, &err));
+                OK(ta_tensor_free(ljk_t));
+            }
+        }
+    }
+#undef T
+}
+
 static void run_case(size_t n, size_t ts, ta_order order) {
     size_t nt = (n + ts - 1) / ts;
     double *a = malloc(sizeof *a * n * n), *l = malloc(sizeof *l * n * n), *got = malloc(sizeof *got * n * n);
@@ -98,14 +139,7 @@ static void run_case(size_t n, size_t ts, ta_order order) {
         fprintf(stderr, "grid %zux%zu count %zu, expected %zux%zu\n", grid[0], grid[1], count, nt, nt);
         exit(1);
     }
-    ta_tensor **t = malloc(sizeof *t * nt * nt);
-    if (!t) exit(2);
-    for (size_t i = 0; i < nt; i++)
-        for (size_t j = 0; j < nt; j++) {
-            size_t idx[2] = {i, j};
-            OK(ta_blocks_tile(blocks, 2, idx, &t[i * nt + j], &err));
-        }
-#define T(i, j) t[(i) * nt + (j)]
+    ta_tensor **t = tiles_of(blocks, nt);
 
     /* The input through the whole-array view. */
     ta_tensor *all = NULL;
@@ -113,23 +147,7 @@ static void run_case(size_t n, size_t ts, ta_order order) {
     OK(ta_copy_in(all, a, 2, ext, NULL, &opts, NULL, &err));
 
     /* The factorisation, in program order. */
-    for (size_t k = 0; k < nt; k++) {
-        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, &opts, NULL, &err));
-        ta_tensor *lkk_t = NULL; /* L_kk^T: the transposed view of a lower tile is upper */
-        OK(ta_tensor_transpose(T(k, k), &lkk_t, &err));
-        for (size_t i = k + 1; i < nt; i++)
-            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, &opts, NULL, &err));
-        OK(ta_tensor_free(lkk_t));
-        for (size_t i = k + 1; i < nt; i++) {
-            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), &opts, NULL, &err));
-            for (size_t j = k + 1; j < i; j++) {
-                ta_tensor *ljk_t = NULL;
-                OK(ta_tensor_transpose(T(j, k), &ljk_t, &err));
-                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), &opts, NULL, &err));
-                OK(ta_tensor_free(ljk_t));
-            }
-        }
-    }
+    submit_cholesky(t, nt);
 
     ta_event *ev = NULL;
     OK(ta_copy_out(all, got, n * n, NULL, &opts, &ev, &err));
@@ -178,10 +196,8 @@ static void run_case(size_t n, size_t ts, ta_order order) {
                "LL^T| %.2g (max |A| %.3g)\n",
                n, ts, nt, nt, n % ts ? ", ragged" : "", ord, maxerr, maxres, maxa);
     }
-#undef T
     OK(ta_tensor_free(all));
-    for (size_t x = 0; x < nt * nt; x++) OK(ta_tensor_free(t[x]));
-    free(t);
+    free_tiles(t, nt);
     OK(ta_blocks_free(blocks));
     free(a);
     free(l);
@@ -203,34 +219,12 @@ static void run_not_spd(size_t n, size_t ts, size_t bad) {
     size_t ext[2] = {n, n}, tile[2] = {ts, ts};
     ta_blocks *blocks = NULL;
     OK(ta_blocks_new_tiled(TA_DTYPE_F64, TA_DOMAIN_HOST, 2, ext, tile, TA_ORDER_ROW_MAJOR, &blocks, &err));
-    ta_tensor **t = malloc(sizeof *t * nt * nt);
-    if (!t) exit(2);
-    for (size_t i = 0; i < nt; i++)
-        for (size_t j = 0; j < nt; j++) {
-            size_t idx[2] = {i, j};
-            OK(ta_blocks_tile(blocks, 2, idx, &t[i * nt + j], &err));
-        }
+    ta_tensor **t = tiles_of(blocks, nt);
 #define T(i, j) t[(i) * nt + (j)]
     ta_tensor *all = NULL;
     OK(ta_blocks_all(blocks, &all, &err));
     OK(ta_copy_in(all, a, 2, ext, NULL, &opts, NULL, &err));
-    for (size_t k = 0; k < nt; k++) { /* the same submissions as run_case */
-        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, &opts, NULL, &err));
-        ta_tensor *lkk_t = NULL;
-        OK(ta_tensor_transpose(T(k, k), &lkk_t, &err));
-        for (size_t i = k + 1; i < nt; i++)
-            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, &opts, NULL, &err));
-        OK(ta_tensor_free(lkk_t));
-        for (size_t i = k + 1; i < nt; i++) {
-            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), &opts, NULL, &err));
-            for (size_t j = k + 1; j < i; j++) {
-                ta_tensor *ljk_t = NULL;
-                OK(ta_tensor_transpose(T(j, k), &ljk_t, &err));
-                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), &opts, NULL, &err));
-                OK(ta_tensor_free(ljk_t));
-            }
-        }
-    }
+    submit_cholesky(t, nt);
     /* Column kb-1 and before were final before the failure: clean. The failing
      * diagonal tile and the last diagonal tile (which reads it, through the
      * TRSM and SYRK chain) carry the POTRF's error. */
@@ -280,8 +274,7 @@ static void run_not_spd(size_t n, size_t ts, size_t bad) {
     else
         failures++;
     OK(ta_tensor_free(all));
-    for (size_t x = 0; x < nt * nt; x++) OK(ta_tensor_free(t[x]));
-    free(t);
+    free_tiles(t, nt);
     OK(ta_blocks_free(blocks));
     free(a);
 }
@@ -301,16 +294,5 @@ int main(void) {
     run_not_spd(64, 16, 40);               /* fails in tile (2,2) of a 4x4 grid */
 
     OK(ta_runtime_free(rt));
-    size_t live = 0;
-    OK(ta_handles_live(&live));
-    if (live != 0) {
-        printf("LEAK: %zu handles still live at exit\n", live);
-        failures++;
-    }
-    if (failures) {
-        printf("tiled_cholesky: %d case(s) FAILED\n", failures);
-        return 1;
-    }
-    printf("tiled_cholesky: all cases verified\n");
-    return 0;
+    return example_finish("tiled_cholesky", failures);
 }

@@ -219,16 +219,5 @@ int main(void) {
     run_case(50, 50, 50, 50, 50, 50, 0, TA_ORDER_ROW_MAJOR); /* one tile */
 
     OK(ta_runtime_free(rt));
-    size_t live = 0;
-    OK(ta_handles_live(&live));
-    if (live != 0) {
-        printf("LEAK: %zu handles still live at exit\n", live);
-        failures++;
-    }
-    if (failures) {
-        printf("tiled_gemm: %d case(s) FAILED\n", failures);
-        return 1;
-    }
-    printf("tiled_gemm: all cases verified\n");
-    return 0;
+    return example_finish("tiled_gemm", failures);
 }

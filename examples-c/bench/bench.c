@@ -328,22 +328,8 @@ static struct starpu_codelet cl_read = {
 static struct starpu_codelet cl_block = {
     .where = STARPU_CPU, .cpu_funcs = {sp_block}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "block"};
 
-static void sp_env(void) {
-    setenv("STARPU_NCPU", "2", 1);
-    setenv("STARPU_SCHED", "eager", 1);
-    setenv("STARPU_NCUDA", "0", 1);
-    setenv("STARPU_NOPENCL", "0", 1);
-    setenv("STARPU_NMIC", "0", 1);
-    setenv("STARPU_NMPI_MS", "0", 1);
-    setenv("STARPU_CALIBRATE", "0", 1);
-    setenv("STARPU_BUS_STATS", "0", 1);
-    setenv("STARPU_WORKER_STATS", "0", 1);
-    setenv("STARPU_PROFILING", "0", 1);
-    setenv("STARPU_SILENT", "1", 1);
-}
-
 static void sp_init(void) {
-    sp_env();
+    starpu_env("eager");
     int rc = starpu_init(NULL);
     if (rc != 0) {
         fprintf(stderr, "bench: starpu_init failed: %d\n", rc);

@@ -1,6 +1,6 @@
 /*
  * harness.h: measurement helpers shared by the benchmark programs in this
- * folder (bench.c, tiled.c, gemm.c). Linux only (/proc).
+ * folder (bench.c, tiled.c, gemm.c, gpu.c). Linux only (/proc).
  *
  *   now_ns()            monotonic wall clock, ns
  *   cmp_double          qsort comparator for doubles
@@ -12,6 +12,10 @@
  *                       row (the previous runtime's workers are quiet)
  *   system_busy_ns()    system-wide busy CPU time from /proc/stat, to spot other load
  *   self_cpu_ns()       this process's CPU time
+ *   starpu_env(sched)   the StarPU environment every comparison uses: 2 CPU
+ *                       workers, scheduler `sched`, no accelerators, no
+ *                       calibration, statistics or profiling (call before
+ *                       starpu_init)
  */
 #ifndef TA_BENCH_HARNESS_H
 #define TA_BENCH_HARNESS_H
@@ -127,6 +131,20 @@ static inline double self_cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static inline void starpu_env(const char *sched) {
+    setenv("STARPU_NCPU", "2", 1);
+    setenv("STARPU_SCHED", sched, 1);
+    setenv("STARPU_NCUDA", "0", 1);
+    setenv("STARPU_NOPENCL", "0", 1);
+    setenv("STARPU_NMIC", "0", 1);
+    setenv("STARPU_NMPI_MS", "0", 1);
+    setenv("STARPU_CALIBRATE", "0", 1);
+    setenv("STARPU_BUS_STATS", "0", 1);
+    setenv("STARPU_WORKER_STATS", "0", 1);
+    setenv("STARPU_PROFILING", "0", 1);
+    setenv("STARPU_SILENT", "1", 1);
 }
 
 #endif

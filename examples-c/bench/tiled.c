@@ -380,17 +380,7 @@ static double ta_chol_run(double *maxerr) {
 /* ================================================================ StarPU */
 
 static void sp_init(const char *sched) {
-    setenv("STARPU_NCPU", "2", 1);
-    setenv("STARPU_SCHED", sched, 1);
-    setenv("STARPU_NCUDA", "0", 1);
-    setenv("STARPU_NOPENCL", "0", 1);
-    setenv("STARPU_NMIC", "0", 1);
-    setenv("STARPU_NMPI_MS", "0", 1);
-    setenv("STARPU_CALIBRATE", "0", 1);
-    setenv("STARPU_BUS_STATS", "0", 1);
-    setenv("STARPU_WORKER_STATS", "0", 1);
-    setenv("STARPU_PROFILING", "0", 1);
-    setenv("STARPU_SILENT", "1", 1);
+    starpu_env(sched);
     int rc = starpu_init(NULL);
     if (rc != 0) die("starpu_init failed");
     if (starpu_cpu_worker_get_count() != NTHREADS) die("StarPU has the wrong number of CPU workers");
