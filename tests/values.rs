@@ -208,18 +208,12 @@ fn releasing_every_handle_with_10k_operations_pending() {
     let gate = Gate::default();
     let calls = Arc::new((0..10_000).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>());
     let mut user = vec![0.0f64; 8];
+    // SAFETY: `user` outlives the runtime's drain below, after which the hook has run.
     let wrapped = unsafe {
-        Tensor::wrap(
-            DType::F64,
-            Layout::contiguous(&[8], Order::RowMajor),
-            user.as_mut_ptr().cast(),
-            true,
-            Some(Box::new(|| {
-                RELEASED.fetch_add(1, Ordering::SeqCst);
-            })),
-        )
-    }
-    .unwrap();
+        wrap_f64(&mut user, || {
+            RELEASED.fetch_add(1, Ordering::SeqCst);
+        })
+    };
     let other = f64s(&[8], &[1.0; 8]);
     ops::kernel("blocker", &[(&wrapped, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     let mut events = vec![];
@@ -260,19 +254,13 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
     let rt = Runtime::new(2).unwrap();
     let gate = Gate::default();
     let mut user: Vec<f64> = (0..16).map(|i| i as f64).collect();
+    // SAFETY: `user` outlives the runtime's drain below, after which the hook has run.
     let wrapped = unsafe {
-        Tensor::wrap(
-            DType::F64,
-            Layout::contiguous(&[16], Order::RowMajor),
-            user.as_mut_ptr().cast(),
-            true,
-            Some(Box::new(|| {
-                RAN_AT_RELEASE.store(RAN.load(Ordering::SeqCst), Ordering::SeqCst);
-                RELEASED.fetch_add(1, Ordering::SeqCst);
-            })),
-        )
-    }
-    .unwrap();
+        wrap_f64(&mut user, || {
+            RAN_AT_RELEASE.store(RAN.load(Ordering::SeqCst), Ordering::SeqCst);
+            RELEASED.fetch_add(1, Ordering::SeqCst);
+        })
+    };
     // A pending reader holds the queue; everything after it is readers too,
     // so the frontier is a long epoch of unfinished reads.
     ops::kernel("blocker", &[(&wrapped, Mode::Read)], blocker(&gate), Submit::on(&rt)).unwrap();
