@@ -62,8 +62,8 @@ pub(crate) enum Job {
     /// A wait on a value: completes once everything enrolled before it has.
     Barrier(ValueRc, Region),
     /// Holds a released value until everything enrolled before it has
-    /// finished (see [`crate::runtime::release_value`]).
-    Release(ValueRc),
+    /// finished (see [`crate::runtime::release_value`]); only its drop matters.
+    Release(#[allow(dead_code)] ValueRc),
 }
 
 /// A device task between issue and finish: what its finish needs.
@@ -209,13 +209,13 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     }
     // SAFETY: `run` is only called with tasks this thread made ready (from
     // `release_guard`, `finish`, or a queue those feed, which hands each out once).
-    let Some(work) = (unsafe { task.take_work() }) else {
+    let slot = unsafe { task.running_work() };
+    let Some(work) = slot.as_mut() else {
         // Unreachable: only the thread that made the task ready runs it.
         return task.finish();
     };
-    let Work { mut job, completion } = work;
     let mut cx = RunCtx { waits: task.take_waits(), issued: None };
-    let result = match &mut job {
+    let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
         Job::Op(op) => {
@@ -231,38 +231,38 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         }
     };
     if task.is_device() {
+        let Work { job, completion } = slot.take().expect("present until concluded");
         return issue_device(task, Parked { job, completion, result, tail: cx.issued });
     }
-    conclude(task, job, completion, result)
+    conclude(task, slot, result)
 }
 
 /// The last steps of every task: commit, notify, release successors, drop
-/// the operands, retire.
-fn conclude(task: &Arc<Task>, job: Job, completion: Option<Box<Completion>>, result: Result<()>) -> super::task::ReadyList {
-    let job = match job {
-        Job::Op(op) => {
-            op.commit(&result);
-            Some(op)
-        }
+/// the operands, retire. `slot` is the task's work (see `Task::running_work`).
+fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>) -> super::task::ReadyList {
+    let work = slot.as_mut().expect("present until concluded");
+    let completion = work.completion.take();
+    match &work.job {
+        Job::Op(op) => op.commit(&result),
         // A wait holds its value only to read the outcome: let go of it
         // before the waiter wakes, so a caller that frees a tensor right
         // after waiting for it gets the memory back at once.
-        Job::Barrier(..) => None,
+        Job::Barrier(..) => *slot = None,
         // The count goes after the task has finished (its value may go with
         // it, frontier and all).
-        Job::Release(v) => {
+        Job::Release(_) => {
             let ready = task.finish();
-            drop(v);
+            *slot = None;
             return ready;
         }
-    };
+    }
     if let Some(c) = completion {
         c.fire(&result);
     }
     let mut ready = task.finish();
     // An operation's operands (and wrapped memory with its release hook)
-    // live until its completion has been reported.
-    drop(job);
+    // live until its completion has been reported. (Dropped in place.)
+    *slot = None;
     if let Some(rt) = task.runtime() {
         // Waits and releases that this task made ready run before it
         // retires: a drained runtime has let go of every value its tasks
@@ -358,7 +358,10 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
     // The device work and the finisher are done: staging goes back before
     // anyone hears of the completion.
     drop(tail);
-    conclude(task, job, completion, result)
+    // SAFETY: this thread runs the task's finish (it holds the parked work).
+    let slot = unsafe { task.running_work() };
+    *slot = Some(Work { job, completion });
+    conclude(task, slot, result)
 }
 
 /// Run a user callback; a panic in it is reported on stderr and goes no further

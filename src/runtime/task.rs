@@ -39,7 +39,8 @@ struct Successors {
 
 /// One submitted operation in the dependency graph.
 pub(crate) struct Task {
-    /// Unfinished predecessors, plus one while enrollment is in progress.
+    /// Unfinished predecessors, plus one while enrollment is in progress
+    /// (see [`Task::release_guard`]).
     pending: AtomicU32,
     /// Set (under the successors lock) when the task finishes; read without it.
     done: AtomicBool,
@@ -134,16 +135,18 @@ impl Task {
         self.runtime.map(|p| unsafe { p.as_ref() })
     }
 
-    /// Take the work out to run it.
+    /// The work of a task being run, in place (running it there spares
+    /// copying it out of the task; `None` once it has been dropped).
     ///
     /// # Safety
-    /// Only the thread that made the task ready may call this: the one whose
-    /// `release_guard` returned true, or that received the task from
-    /// `finish` (which returns each task to exactly one caller). The counter's
-    /// AcqRel transitions order every earlier access before this one.
-    pub(crate) unsafe fn take_work(&self) -> Option<Work> {
+    /// Only the thread that made the task ready may call this, and only
+    /// while it runs the task: the one whose `release_guard` returned true,
+    /// or that received the task from `finish` or `issue` (which return each
+    /// task to exactly one caller). The counter's AcqRel transitions order
+    /// every earlier access before this one.
+    pub(crate) unsafe fn running_work(&self) -> &mut Option<Work> {
         // SAFETY: exclusive by the contract above.
-        unsafe { (*self.work.get()).take() }
+        unsafe { &mut *self.work.get() }
     }
 
     /// Make `self` wait for `pred` (no-op if `pred` already finished).
@@ -242,6 +245,14 @@ impl Task {
 
     /// Drop the submission guard; true if the task is now ready to run.
     pub(crate) fn release_guard(&self) -> bool {
+        // Only the guard left: no predecessor holds an edge that could still
+        // drop the count, so the task is ready without a read-modify-write
+        // (the common case of a task whose predecessors have all finished).
+        // The acquiring load synchronises with every predecessor that
+        // already dropped its edge, as the decrement would.
+        if self.pending.load(Ordering::Acquire) == 1 {
+            return true;
+        }
         self.pending.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
