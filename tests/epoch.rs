@@ -39,6 +39,53 @@ fn readers_of_one_epoch_overlap() {
     assert_eq!(met.load(Ordering::SeqCst), 2, "both readers must have been running at the same time");
 }
 
+/// Readers made ready together by a writer's finish start on the worker
+/// that ran the writer (one runs there, the other waits in that worker's
+/// own queue): the other worker must take it from there, whether its
+/// drainer is still looking for work (`hold` 0) or has exited meanwhile.
+#[test]
+fn readers_released_by_a_writer_run_on_both_workers() {
+    let rt = Runtime::new(2).unwrap();
+    for hold in [Duration::ZERO, Duration::from_millis(20)] {
+        let t = f64s(&[4], &[1.0; 4]);
+        let go = Arc::new(AtomicUsize::new(0));
+        let g = go.clone();
+        let writer = kernel(move |_| {
+            while g.load(Ordering::SeqCst) == 0 {
+                std::hint::spin_loop();
+            }
+        });
+        ops::kernel("writer", &[(&t, Mode::Update)], writer, Submit::on(&rt)).unwrap();
+        let inside = Arc::new(AtomicUsize::new(0));
+        let met = Arc::new(AtomicUsize::new(0));
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let mut events = vec![];
+        for _ in 0..2 {
+            let (inside, met, threads) = (inside.clone(), met.clone(), threads.clone());
+            let k = kernel(move |_| {
+                threads.lock().unwrap().push(std::thread::current().id());
+                inside.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                while inside.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(10) {
+                    std::hint::spin_loop();
+                }
+                if inside.load(Ordering::SeqCst) == 2 {
+                    met.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            events.push(ops::kernel("reader", &[(&t, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap());
+        }
+        std::thread::sleep(hold);
+        go.store(1, Ordering::SeqCst);
+        for e in events {
+            e.wait(LONG).unwrap();
+        }
+        assert_eq!(met.load(Ordering::SeqCst), 2, "hold {hold:?}: both readers must have been running at the same time");
+        let threads = threads.lock().unwrap();
+        assert_ne!(threads[0], threads[1], "hold {hold:?}: the readers ran on one thread");
+    }
+}
+
 #[test]
 fn a_writer_never_overlaps_another_access() {
     let rt = Runtime::new(2).unwrap();
