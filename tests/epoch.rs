@@ -10,18 +10,19 @@ use common::*;
 use tensorasync::ops::EnrollTrace;
 use tensorasync::*;
 
-#[test]
-fn readers_of_one_epoch_overlap() {
-    let rt = Runtime::new(2).unwrap();
-    let t = f64s(&[4], &[1.0; 4]);
-    // Each reader waits, inside its kernel, until the other one is also inside.
-    // If readers were serialised the first would time out and report it.
+/// Two readers of `t`, each waiting inside its kernel (up to 10 s) until the
+/// other is inside too: their events, how many of them met the other, and
+/// the threads they ran on. If they were serialised, the first would time
+/// out and not count.
+fn two_meeting_readers(rt: &Runtime, t: &Tensor) -> (Vec<Event>, Arc<AtomicUsize>, Arc<Mutex<Vec<std::thread::ThreadId>>>) {
     let inside = Arc::new(AtomicUsize::new(0));
     let met = Arc::new(AtomicUsize::new(0));
+    let threads = Arc::new(Mutex::new(Vec::new()));
     let mut events = vec![];
     for _ in 0..2 {
-        let (inside, met) = (inside.clone(), met.clone());
+        let (inside, met, threads) = (inside.clone(), met.clone(), threads.clone());
         let k = kernel(move |_| {
+            threads.lock().unwrap().push(std::thread::current().id());
             inside.fetch_add(1, Ordering::SeqCst);
             let t0 = Instant::now();
             while inside.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(10) {
@@ -31,8 +32,16 @@ fn readers_of_one_epoch_overlap() {
                 met.fetch_add(1, Ordering::SeqCst);
             }
         });
-        events.push(ops::kernel("reader", &[(&t, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap());
+        events.push(ops::kernel("reader", &[(t, Mode::Read)], k, Submit::on(rt).with_event()).unwrap().unwrap());
     }
+    (events, met, threads)
+}
+
+#[test]
+fn readers_of_one_epoch_overlap() {
+    let rt = Runtime::new(2).unwrap();
+    let t = f64s(&[4], &[1.0; 4]);
+    let (events, met, _) = two_meeting_readers(&rt, &t);
     for e in events {
         e.wait(LONG).unwrap();
     }
@@ -56,25 +65,7 @@ fn readers_released_by_a_writer_run_on_both_workers() {
             }
         });
         ops::kernel("writer", &[(&t, Mode::Update)], writer, Submit::on(&rt)).unwrap();
-        let inside = Arc::new(AtomicUsize::new(0));
-        let met = Arc::new(AtomicUsize::new(0));
-        let threads = Arc::new(Mutex::new(Vec::new()));
-        let mut events = vec![];
-        for _ in 0..2 {
-            let (inside, met, threads) = (inside.clone(), met.clone(), threads.clone());
-            let k = kernel(move |_| {
-                threads.lock().unwrap().push(std::thread::current().id());
-                inside.fetch_add(1, Ordering::SeqCst);
-                let t0 = Instant::now();
-                while inside.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(10) {
-                    std::hint::spin_loop();
-                }
-                if inside.load(Ordering::SeqCst) == 2 {
-                    met.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-            events.push(ops::kernel("reader", &[(&t, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap());
-        }
+        let (events, met, threads) = two_meeting_readers(&rt, &t);
         std::thread::sleep(hold);
         go.store(1, Ordering::SeqCst);
         for e in events {
