@@ -6,8 +6,14 @@
 //! their pieces on the same threads as tasks: small tasks and parallel kernels
 //! share the cores instead of oversubscribing them.
 //!
-//! Ready tasks go to queues that a few long-lived rayon jobs drain (see
-//! [`ready`]): no thread is woken per task in a steady stream of submissions.
+//! Ready tasks do not each become a rayon job (a rayon spawn from outside the
+//! pool costs more than a whole small task should). They go to this runtime's
+//! own injector queue, and a few long-lived rayon jobs, the *drainers*, pop and
+//! run them. A drainer that finds the queue empty spins briefly, then exits
+//! (its worker then takes rayon work, such as the pieces of a parallel
+//! kernel); a submission starts a drainer only when more tasks are queued
+//! than drainers are idle, up to one per worker. In a steady stream of
+//! submissions no thread is woken per task.
 //!
 //! A blocking wait on a worker thread helps run queued tasks and rayon work
 //! instead of blocking the pool.
@@ -15,14 +21,14 @@
 pub(crate) mod cq;
 pub(crate) mod event;
 pub(crate) mod exec;
-mod ready;
 pub(crate) mod task;
 
-use std::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize, Ordering};
+use std::cell::RefCell;
+use std::sync::atomic::{fence, AtomicIsize, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use crossbeam_deque::{Injector, Stealer, Worker};
+use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
@@ -47,6 +53,12 @@ const RUNNING: u8 = 0;
 const DRAINING: u8 = 1;
 const CANCELLING: u8 = 2;
 const STOPPED: u8 = 3;
+
+/// How long an idle drainer keeps looking for work before it exits.
+const DRAIN_SPIN: Duration = Duration::from_micros(50);
+
+/// Pause instructions between two looks at the queue by an idle drainer.
+const IDLE_PAUSES: u32 = 32;
 
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
@@ -83,10 +95,8 @@ pub(crate) struct RuntimeInner {
     id: usize,
     pool: rayon::ThreadPool,
     threads: usize,
-    /// Ready tasks from outside the pool, waiting for a drainer.
+    /// Ready tasks waiting for a drainer.
     ready: Injector<Arc<Task>>,
-    /// Each worker's own ready tasks, for the others to steal (see [`ready`]).
-    locals: Box<[Stealer<Arc<Task>>]>,
     /// Drainer jobs started and not yet exited.
     drainers: CachePadded<AtomicUsize>,
     /// Drainers currently looking for work (they will take a pushed task).
@@ -98,7 +108,22 @@ pub(crate) struct RuntimeInner {
     idle: Condvar,
 }
 
+thread_local! {
+    /// The runtime whose pool owns this thread (empty elsewhere).
+    static WORKER_OF: RefCell<Weak<RuntimeInner>> = const { RefCell::new(Weak::new()) };
+}
+
+/// The runtime whose worker this thread is, if any.
+fn current_runtime() -> Option<Arc<RuntimeInner>> {
+    WORKER_OF.with(|w| w.borrow().upgrade())
+}
+
 impl RuntimeInner {
+    /// Whether the calling thread is one of this runtime's workers.
+    pub(crate) fn is_current_worker(&self) -> bool {
+        WORKER_OF.with(|w| std::ptr::eq(w.borrow().as_ptr(), self))
+    }
+
     pub(crate) fn cancelled(&self) -> bool {
         self.state.load(Ordering::Acquire) == CANCELLING
     }
@@ -126,8 +151,106 @@ impl RuntimeInner {
     pub(crate) fn retire(&self) {
         self.outstanding.add(-1);
     }
-}
 
+    /// Queue a ready task for this runtime's workers. A new drainer starts
+    /// when more tasks are queued than drainers are idle (an idle drainer
+    /// takes one task), up to one drainer per worker. A drainer stops counting
+    /// itself idle before it takes a task, so two tasks pushed back to back
+    /// never both count on the same idle drainer.
+    pub(crate) fn push(&self, task: Arc<Task>) {
+        self.ready.push(task);
+        // Pairs with the fences in `drain`: either a drainer that is leaving
+        // sees this task, or we see that it left and start another.
+        fence(Ordering::SeqCst);
+        let active = self.drainers.load(Ordering::SeqCst);
+        if active == 0 || (active < self.threads && self.ready.len() > self.idle_drainers.load(Ordering::SeqCst)) {
+            self.start_drainer(active);
+        }
+    }
+
+    fn start_drainer(&self, seen: usize) {
+        if self.drainers.compare_exchange(seen, seen + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            // Upgrading cannot fail: a task being pushed keeps a user handle draining.
+            let me = self.me.upgrade().expect("runtime alive while it has tasks");
+            self.pool.spawn(move || me.drain());
+        }
+    }
+
+    /// Run queued tasks until the queue stays empty for a while.
+    fn drain(self: Arc<Self>) {
+        // A drainer starts idle, and counts itself idle exactly while it looks
+        // for work; it stops counting before it takes a task (see `push`).
+        self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+        let mut idle = true;
+        let mut idle_since = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if !self.ready.is_empty() {
+                if idle {
+                    self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                    idle = false;
+                }
+                if let Steal::Success(t) = self.ready.steal() {
+                    exec::run(t);
+                    spins = 0;
+                    continue;
+                }
+            }
+            if !idle {
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                idle = true;
+                idle_since = Instant::now();
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 16 != 0 {
+                // Look at the queue's lines only now and then: every look
+                // takes the tail line from the submitting thread, which must
+                // take it back for its next push.
+                for _ in 0..IDLE_PAUSES {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            // (No rayon::yield_now here: it could start another drainer
+            // nested on this thread, which would then hold this one, counted
+            // idle, under it. Pieces of parallel kernels are taken by workers
+            // that are not draining, and by this one once it exits.)
+            if idle_since.elapsed() >= DRAIN_SPIN {
+                self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                self.drainers.fetch_sub(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if self.ready.is_empty() {
+                    return;
+                }
+                // A task arrived as we left: take the slot back if free.
+                let active = self.drainers.load(Ordering::SeqCst);
+                if active >= self.threads
+                    || self.drainers.compare_exchange(active, active + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
+                {
+                    return;
+                }
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                idle_since = Instant::now();
+                continue;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Run one queued task or one piece of rayon work; false if there was none.
+    fn help_once(&self) -> bool {
+        loop {
+            match self.ready.steal() {
+                Steal::Success(t) => {
+                    exec::run(t);
+                    return true;
+                }
+                Steal::Retry => continue,
+                Steal::Empty => return matches!(rayon::yield_now(), Some(rayon::Yield::Executed)),
+            }
+        }
+    }
+}
 
 /// A worker pool plus the bookkeeping for draining and cancelling it. Cloning
 /// shares the runtime. Dropping its last handle drains it: everything
@@ -181,20 +304,13 @@ impl Runtime {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;
-        let locals: Vec<Worker<Arc<Task>>> = (0..threads).map(|_| Worker::new_fifo()).collect();
-        let stealers = locals.iter().map(Worker::stealer).collect();
-        // Worker k takes queue k when it starts.
-        let seats = Mutex::new(locals.into_iter().map(Some).collect::<Vec<_>>());
         let inner = Arc::new_cyclic(|weak: &Weak<RuntimeInner>| {
             let me = weak.clone();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .thread_name(move |k| format!("ta-rt{id}-w{k}"))
-                .start_handler(move |k| {
-                    let local = seats.lock().get_mut(k).and_then(Option::take);
-                    ready::take_seat(me.clone(), local)
-                })
-                .exit_handler(|_| ready::take_seat(Weak::new(), None))
+                .start_handler(move |_| WORKER_OF.with(|w| *w.borrow_mut() = me.clone()))
+                .exit_handler(|_| WORKER_OF.with(|w| *w.borrow_mut() = Weak::new()))
                 .panic_handler(|p| eprintln!("tensorasync: a worker job {}", exec::panic_message(&p)))
                 .build();
             let pool = pool.unwrap_or_else(|e| {
@@ -208,7 +324,6 @@ impl Runtime {
                 pool,
                 threads,
                 ready: Injector::new(),
-                locals: stealers,
                 drainers: CachePadded::new(AtomicUsize::new(0)),
                 idle_drainers: CachePadded::new(AtomicUsize::new(0)),
                 state: AtomicU8::new(RUNNING),
@@ -315,7 +430,7 @@ fn default_threads() -> usize {
 /// and rayon work while waiting, so the pool never hangs on its own waiters.
 pub(crate) fn block_until(done: impl Fn() -> bool, park: impl Fn(Duration), timeout: Option<Duration>) -> bool {
     let deadline = timeout.map(|t| Instant::now() + t);
-    let worker_of = ready::current_runtime();
+    let worker_of = current_runtime();
     if worker_of.is_none() && spin_until(&done, deadline) {
         return true;
     }
