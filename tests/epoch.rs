@@ -49,9 +49,9 @@ fn readers_of_one_epoch_overlap() {
 }
 
 /// Readers made ready together by a writer's finish start on the worker
-/// that ran the writer (one runs there, the other waits in that worker's
-/// own queue): the other worker must take it from there, whether its
-/// drainer is still looking for work (`hold` 0) or has exited meanwhile.
+/// that ran the writer (one runs there at once, the other is queued): the
+/// other worker must take the queued one, whether its drainer is still
+/// looking for work (`hold` 0) or has exited meanwhile.
 #[test]
 fn readers_released_by_a_writer_run_on_both_workers() {
     let rt = Runtime::new(2).unwrap();
