@@ -28,7 +28,7 @@ use crate::region::Region;
 use crate::runtime::task::Task;
 
 /// How an operation uses an operand.
-#[repr(u32)]
+#[repr(u8)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Reads the value; joins the current epoch.

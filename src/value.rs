@@ -16,7 +16,7 @@
 //! earlier access has finished, which a writer does by construction.
 
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,16 +106,42 @@ impl ValueState {
     }
 }
 
+/// How many values hold poison right now, process-wide. A running task
+/// checks it before its operands' own flags: with no poison anywhere (the
+/// usual case) it never reads its values' line, which the submitting thread
+/// writes on every submission (its lock and queue live there), so that line
+/// does not travel between the submitter's core and the workers' per task.
+/// The count changes only when a value gains its first poison or loses its
+/// last, and stays on one read-shared line otherwise.
+static POISONED_VALUES: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some value may hold poison (see [`POISONED_VALUES`]). Ordered like
+/// the flags: a predecessor that poisoned a value counted it before it
+/// finished, which happens before its successors run.
+#[inline]
+fn any_poison() -> bool {
+    POISONED_VALUES.load(Ordering::Acquire) != 0
+}
+
+/// How many values hold poison right now (only for `tests/poison_count.rs`,
+/// which runs alone in its process).
+#[doc(hidden)]
+pub fn poisoned_values_for_tests() -> usize {
+    POISONED_VALUES.load(Ordering::Acquire)
+}
+
 /// A hazard record: one epoch queue plus the value it orders.
 pub(crate) struct Value {
     pub(crate) state: Mutex<ValueState>,
     /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
-    /// can check its operands without locking them.
+    /// can check its operands without locking them. Counted in
+    /// [`POISONED_VALUES`] while set.
     poisoned: AtomicBool,
     /// The dtype's code and the domain's C encoding, kept small so that the
-    /// value with its reference counts fills one cache line (64 bytes): a
-    /// submission then misses on one line of it, not two. See
-    /// [`Value::dtype`] and [`Value::domain`].
+    /// value with its reference counts fills one cache line (64 bytes), which
+    /// only submitting threads use per operation: accesses copy these codes,
+    /// and tasks read the poison flag only while some value holds poison
+    /// (see [`POISONED_VALUES`]). See [`Value::dtype`] and [`Value::domain`].
     dtype: u8,
     domain: i32,
     /// Rejects every write at submission (const user memory, self-overlapping strides).
@@ -123,6 +149,14 @@ pub(crate) struct Value {
     /// The contents can never be replaced (a block of a block array: its
     /// storage is part of a shared allocation).
     pub(crate) fixed: bool,
+}
+
+impl Drop for Value {
+    fn drop(&mut self) {
+        if *self.poisoned.get_mut() {
+            POISONED_VALUES.fetch_sub(1, Ordering::Release);
+        }
+    }
 }
 
 impl Value {
@@ -154,6 +188,13 @@ impl Value {
         DType::from_u32(self.dtype as u32).expect("a value stores a valid dtype code")
     }
 
+    /// The dtype's code and the domain's C encoding, as stored (an access
+    /// copies them; see [`DType::from_u32`] and [`Domain::from_i32`]).
+    #[inline]
+    pub(crate) fn codes(&self) -> (u8, i32) {
+        (self.dtype, self.domain)
+    }
+
     /// Where the elements live.
     #[inline]
     pub(crate) fn domain(&self) -> Domain {
@@ -165,7 +206,7 @@ impl Value {
     /// before it finished before the task was released, which orders their
     /// stores before this load.
     pub(crate) fn poison_in(&self, region: &Region) -> Option<Error> {
-        if !self.poisoned.load(Ordering::Acquire) {
+        if !any_poison() || !self.poisoned.load(Ordering::Acquire) {
             return None;
         }
         self.state.lock().poison_in(region)
@@ -175,17 +216,25 @@ impl Value {
     pub(crate) fn add_poison(&self, region: Region, pos: u64, error: Error) {
         let mut s = self.state.lock();
         s.poison.push(Poison { region, pos, error });
-        self.poisoned.store(true, Ordering::Release);
+        if !self.poisoned.load(Ordering::Relaxed) {
+            // Counted before the flag is set and before the writing task
+            // finishes (under the lock, like every change of the flag).
+            POISONED_VALUES.fetch_add(1, Ordering::Release);
+            self.poisoned.store(true, Ordering::Release);
+        }
     }
 
     /// A successful overwrite of `region`: the errors it covers are gone.
     pub(crate) fn clean(&self, region: &Region) {
-        if !self.poisoned.load(Ordering::Acquire) {
+        if !any_poison() || !self.poisoned.load(Ordering::Acquire) {
             return;
         }
         let mut s = self.state.lock();
         s.poison.retain(|p| !region.covers(&p.region));
-        self.poisoned.store(!s.poison.is_empty(), Ordering::Release);
+        if s.poison.is_empty() && self.poisoned.load(Ordering::Relaxed) {
+            self.poisoned.store(false, Ordering::Release);
+            POISONED_VALUES.fetch_sub(1, Ordering::Release);
+        }
     }
 
     /// Dense contents for `extents` in `domain` (used at creation and by

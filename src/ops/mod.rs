@@ -64,6 +64,10 @@ pub(crate) struct Access {
     pub(crate) mode: Mode,
     /// Reads conjugate (a conj view of a complex tensor).
     conj: bool,
+    /// The value's dtype code and domain, copied at submission so that a
+    /// running task does not read its value's line (see `value::any_poison`).
+    dtype: u8,
+    domain: i32,
     /// Address of element `[0, 0, ...]` (null until enrollment fills it in).
     data: *mut u8,
     /// The layout of the contents or view enrolled with (null until enrollment).
@@ -83,6 +87,7 @@ impl Access {
     /// An access through `tensor`, which the submitter holds until the access
     /// is enrolled on its value's queue.
     pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
+        let (dtype, domain) = tensor.root().codes();
         let (tensor, counted) = match &tensor.0 {
             // SAFETY: a bitwise copy of a handle to a whole value, never
             // dropped (`counted` is false) and never cloned as a handle. The
@@ -94,7 +99,7 @@ impl Access {
             Repr::Value(_) => (ManuallyDrop::new(unsafe { std::ptr::read(tensor) }), false),
             _ => (ManuallyDrop::new(tensor.clone()), true),
         };
-        Access { tensor, counted, mode, conj: false, data: std::ptr::null_mut(), layout: std::ptr::null() }
+        Access { tensor, counted, mode, conj: false, dtype, domain, data: std::ptr::null_mut(), layout: std::ptr::null() }
     }
 
     /// The (first) hazard record: dtype, domain.
@@ -113,11 +118,11 @@ impl Access {
         let layout = unsafe { &*self.layout };
         ResolvedView {
             ptr: self.data,
-            dtype: self.value().dtype(),
+            dtype: DType::from_u32(self.dtype as u32).expect("an access stores a valid dtype code"),
             extents: &layout.extents,
             strides: &layout.strides,
             mode: self.mode,
-            domain: self.value().domain(),
+            domain: Domain::from_i32(self.domain).expect("an access stores a valid domain code"),
             conj: self.conj,
         }
     }
