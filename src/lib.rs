@@ -25,6 +25,8 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit values)");
 
+#[cfg(feature = "mimalloc")]
+mod allocator;
 pub mod backends;
 pub mod blocks;
 pub mod device;
@@ -57,4 +59,4 @@ pub use view::SliceSpec;
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: allocator::Allocator = allocator::Allocator;
