@@ -380,6 +380,17 @@ impl Tensor {
         }
     }
 
+    /// The one hazard record of a value or a view, with its region (`None`
+    /// for a coalesced view, which has several).
+    #[inline]
+    pub(crate) fn single_hazard(&self) -> Option<(&Arc<Value>, &Region)> {
+        match &self.0 {
+            Repr::Value(v) => Some((v.arc(), &FULL_REGION)),
+            Repr::View(v) => Some((v.root.arc(), &v.region)),
+            Repr::Coalesced(_) => None,
+        }
+    }
+
     /// The coalesced view, if this handle is one.
     pub(crate) fn coalesced(&self) -> Option<&Coalesced> {
         match &self.0 {

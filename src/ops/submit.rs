@@ -149,8 +149,6 @@ pub(crate) fn submit(
     opts: Submit<'_>,
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
 ) -> Result<Option<Event>> {
-    let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
-
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
         if m.writes() && t.is_read_only() {
@@ -158,33 +156,64 @@ pub(crate) fn submit(
             return Err(Error::new(Status::ReadOnly, origin, format!("the output is {what}")));
         }
     }
+    // Most operations have one operand with one hazard record (a value or a
+    // view): nothing to sort, check for aliasing, or map between operands
+    // and locks.
+    if let [(t, m)] = operands {
+        if let Some((value, region)) = t.single_hazard() {
+            let hz = [Hazard { value, region, op: 0, mode: *m }];
+            return enroll(name, origin, operands, &hz, &[0], body, opts, plan);
+        }
+    }
     // Every hazard record the operands order on (one per operand, but one
     // per covered block for a coalesced view), in record order: the lock
-    // order, and where accesses to one value meet. (Most operations have one
-    // operand with one record: no sorting, no bookkeeping.)
+    // order, and where accesses to one value meet.
     let mut hz: SmallVec<[Hazard<'_>; 4]> = SmallVec::new();
     for (op, (t, m)) in operands.iter().enumerate() {
         for (value, region) in t.hazards() {
             hz.push(Hazard { value, region, op, mode: *m });
         }
     }
-    if hz.len() > 1 {
-        hz.sort_by_key(|h| (Arc::as_ptr(h.value) as usize, h.op));
-        // Two accesses to one value in one operation are allowed when both
-        // read, or when their regions are provably disjoint (§2.3).
-        for (x, h) in hz.iter().enumerate() {
-            for g in hz[x + 1..].iter().take_while(|g| Arc::ptr_eq(g.value, h.value)) {
-                if (h.mode.writes() || g.mode.writes()) && h.region.may_overlap(g.region) {
-                    return Err(Error::new(
-                        Status::Alias,
-                        origin,
-                        "an output shares the epoch queue of another operand of the same operation, and their elements may overlap",
-                    ));
-                }
+    hz.sort_by_key(|h| (Arc::as_ptr(h.value) as usize, h.op));
+    // Two accesses to one value in one operation are allowed when both
+    // read, or when their regions are provably disjoint (§2.3).
+    for (x, h) in hz.iter().enumerate() {
+        for g in hz[x + 1..].iter().take_while(|g| Arc::ptr_eq(g.value, h.value)) {
+            if (h.mode.writes() || g.mode.writes()) && h.region.may_overlap(g.region) {
+                return Err(Error::new(
+                    Status::Alias,
+                    origin,
+                    "an output shares the epoch queue of another operand of the same operation, and their elements may overlap",
+                ));
             }
         }
     }
+    // Which lock (one per distinct value, in address order) each record takes.
+    let mut guard_of: SmallVec<[usize; 4]> = SmallVec::new();
+    for (x, h) in hz.iter().enumerate() {
+        let distinct = x == 0 || !Arc::ptr_eq(hz[x - 1].value, h.value);
+        guard_of.push(guard_of.last().map_or(0, |&g| g + distinct as usize));
+    }
+    enroll(name, origin, operands, &hz, &guard_of, body, opts, plan)
+}
 
+/// Admit the operation, lock its values, run `plan`, and enroll every
+/// access before any lock is released. `hz` is sorted by value address;
+/// `guard_of[x]` numbers the distinct values in that order (the lock that
+/// record `x` takes).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn enroll(
+    name: impl Into<super::OpName>,
+    origin: &'static str,
+    operands: &[(&Tensor, Mode)],
+    hz: &[Hazard<'_>],
+    guard_of: &[usize],
+    body: Body,
+    opts: Submit<'_>,
+    plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
+) -> Result<Option<Event>> {
+    let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
     rt.inner().admit(origin)?;
     let event = opts.event.then(Event::new);
     let mut accesses = SmallVec::new();
@@ -206,13 +235,10 @@ pub(crate) fn submit(
     for _ in 0..operands.len() {
         locked.slot.push(usize::MAX);
     }
-    let mut guard_of: SmallVec<[usize; 4]> = SmallVec::new();
-    for (x, h) in hz.iter().enumerate() {
-        if x == 0 || !Arc::ptr_eq(hz[x - 1].value, h.value) {
+    for (h, &g) in hz.iter().zip(guard_of) {
+        if g == locked.guards.len() {
             locked.guards.push(h.value.state.lock());
         }
-        let g = locked.guards.len() - 1;
-        guard_of.push(g);
         if locked.slot[h.op] == usize::MAX {
             locked.slot[h.op] = g;
         }
@@ -263,7 +289,7 @@ pub(crate) fn submit(
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
     work.set_stamp(stamp);
     let mut trace = opts.trace;
-    for (h, &g) in hz.iter().zip(&guard_of) {
+    for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
         locked.guards[g].queue.enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {

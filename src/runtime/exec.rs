@@ -32,6 +32,7 @@ pub(crate) struct Completion {
 
 impl Completion {
     /// `None` when there is nothing to notify or keep.
+    #[inline]
     pub(crate) fn boxed(self) -> Option<Box<Completion>> {
         let needed = self.event.is_some() || self.callback.is_some() || self.cq.is_some() || self.keep_alive.is_some();
         if !needed {
@@ -92,6 +93,9 @@ pub(crate) struct Work {
 }
 
 impl Work {
+    // Inlined so that the operation is built where the work holds it (out
+    // of line, the 192-byte operation was copied once more per submission).
+    #[inline(always)]
     pub(crate) fn op(op: Operation, completion: Completion) -> Work {
         // Box first: `op` then moves once, straight into place.
         let completion = completion.boxed();
