@@ -38,13 +38,18 @@ struct Successors {
 }
 
 /// One submitted operation in the dependency graph.
+///
+/// Laid out in declaration order: the successor list and the done flag,
+/// which the submitting thread takes and reads as it enrolls later tasks,
+/// share the first line with the reference counts; `pending`, which workers
+/// decrement as predecessors finish, comes last, lines away from them (in a
+/// fan-out the submitter enrolls readers on a writer while the previous
+/// readers' workers count the writer down).
+#[repr(C)]
 pub(crate) struct Task {
-    /// Unfinished predecessors, plus one while enrollment is in progress
-    /// (see [`Task::release_guard`]).
-    pending: AtomicU32,
+    successors: Mutex<Successors>,
     /// Set (under the successors lock) when the task finishes; read without it.
     done: AtomicBool,
-    successors: Mutex<Successors>,
     /// The runtime whose workers run this task; `None` for barriers, which
     /// run inline wherever they become ready. Not reference-counted: see
     /// [`Task::runtime`].
@@ -53,6 +58,9 @@ pub(crate) struct Task {
     work: UnsafeCell<Option<Work>>,
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
+    /// Unfinished predecessors, plus one while enrollment is in progress
+    /// (see [`Task::release_guard`]).
+    pending: AtomicU32,
 }
 
 /// Where a device task's work is queued: its stream and the marker after it.
