@@ -302,6 +302,34 @@ impl Drop for ValueRc {
     }
 }
 
+/// A counted reference to a [`View`], as handles hold it. Like
+/// [`ValueRc`], and for the same reason: pending operations point at the
+/// view (its layout) without a count of their own, and every count goes under
+/// the view's root value's lock (see [`crate::runtime::release_view`]), the
+/// last one into a release task if operations are still queued on the value.
+pub(crate) struct ViewRc(ManuallyDrop<Arc<View>>);
+
+impl Clone for ViewRc {
+    fn clone(&self) -> Self {
+        ViewRc(ManuallyDrop::new(Arc::clone(&self.0)))
+    }
+}
+
+impl std::ops::Deref for ViewRc {
+    type Target = View;
+    fn deref(&self) -> &View {
+        &self.0
+    }
+}
+
+impl Drop for ViewRc {
+    fn drop(&mut self) {
+        // SAFETY: the only place the Arc is taken out, and `self` is not used after.
+        let v = unsafe { ManuallyDrop::take(&mut self.0) };
+        runtime::release_view(v);
+    }
+}
+
 /// A handle to an asynchronous tensor: a whole value, or a view of one (see
 /// [`crate::view`]). Cloning the handle shares it (same data, same epoch
 /// queue: a structural copy); [`Tensor::deep_copy`] makes a new value.
@@ -313,7 +341,7 @@ pub struct Tensor(pub(crate) Repr);
 #[derive(Clone)]
 pub(crate) enum Repr {
     Value(ValueRc),
-    View(Arc<View>),
+    View(ViewRc),
     /// Several blocks of a block array as one view (several hazard records).
     Coalesced(Arc<Coalesced>),
 }
@@ -354,7 +382,7 @@ impl Tensor {
     }
 
     fn of_view(v: View) -> Tensor {
-        Tensor(Repr::View(Arc::new(v)))
+        Tensor(Repr::View(ViewRc(ManuallyDrop::new(Arc::new(v)))))
     }
 
     pub(crate) fn of_coalesced(c: Coalesced) -> Tensor {

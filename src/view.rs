@@ -28,8 +28,9 @@ enum RootAxis {
 pub(crate) struct View {
     /// The hazard record shared with the root (its exact queue).
     pub(crate) root: ValueRc,
-    /// The root's contents when the view was made (keeps the storage alive).
-    pub(crate) contents: Arc<Contents>,
+    /// The root's contents when the view was made (keeps the storage alive),
+    /// while a handle to the view lives (see [`View::contents`]).
+    contents: Option<Arc<Contents>>,
     /// Where the view's elements are in the storage (absolute offset).
     pub(crate) layout: Layout,
     /// Reads conjugate (complex dtypes only).
@@ -115,7 +116,7 @@ impl View {
         })?;
         let layout = contents.layout.clone();
         let map = (0..layout.rank()).map(|axis| RootAxis::Mapped { axis, start: 0, step: 1 }).collect();
-        let mut v = View { root: root.clone(), contents, layout, conj: false, read_only: root.read_only, map: Some(map), region: Region::Full };
+        let mut v = View { root: root.clone(), contents: Some(contents), layout, conj: false, read_only: root.read_only, map: Some(map), region: Region::Full };
         v.region = v.compute_region();
         Ok(v)
     }
@@ -124,18 +125,33 @@ impl View {
         self.root.dtype()
     }
 
+    /// The root's contents the view selects from.
+    fn contents(&self) -> &Arc<Contents> {
+        self.contents.as_ref().expect("a view's contents are kept while a handle to it lives")
+    }
+
+    /// The view's last handle has gone, but operations on its value may
+    /// still be pending (see [`crate::runtime::release_view`]). They need the
+    /// view's layout, not its count of the contents: they point into the
+    /// value's contents, which a writer that replaces them keeps alive until
+    /// it has run, after them. Letting go of the count here lets such a
+    /// writer replace them (it refuses while a view still counts them).
+    pub(crate) fn release_contents(&mut self) {
+        self.contents = None;
+    }
+
     pub(crate) fn geometry(&self) -> Geometry<'_> {
         let size = self.dtype().size() as isize;
         // SAFETY: the view's layout lies inside the contents' storage (views
         // only ever select elements of their parent), which `contents` keeps alive.
-        let data = unsafe { self.contents.storage().ptr().offset(self.layout.offset * size) };
+        let data = unsafe { self.contents().storage().ptr().offset(self.layout.offset * size) };
         Geometry { data, layout: &self.layout, conj: self.conj }
     }
 
     fn derived(&self, layout: Layout, map: Option<SmallVec<[RootAxis; 4]>>) -> View {
         let mut v = View {
             root: self.root.clone(),
-            contents: self.contents.clone(),
+            contents: Some(self.contents().clone()),
             layout,
             conj: self.conj,
             read_only: self.read_only,
@@ -151,7 +167,7 @@ impl View {
             return Region::Empty;
         }
         let span = self.layout.checked_span().expect("a view's layout lies inside its storage");
-        let root = &self.contents.layout;
+        let root = &self.contents().layout;
         match &self.map {
             Some(map) => {
                 let axes: SmallVec<[Prog; 4]> = map

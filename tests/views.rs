@@ -31,6 +31,37 @@ fn a_view_outlives_its_parent_handle() {
     assert_eq!(row.extents().unwrap().as_slice(), &[3]);
 }
 
+/// Operations point at a view without a count of their own: a view whose
+/// last handle goes while operations through it are queued stays alive until
+/// they have run (ASan and valgrind check the memory), and no longer counts as
+/// a live view of its value, which may then take another shape.
+#[test]
+fn a_view_released_with_operations_pending_serves_them_and_lets_the_value_reshape() {
+    let rt = Runtime::new(2).unwrap();
+    let gate = Gate::default();
+    let t = iota(&[2, 3]);
+    ops::kernel("hold", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
+    let row = t.slice(&[SliceSpec::index(1), SliceSpec::all(3)]).unwrap();
+    let mid = row.slice(&[SliceSpec::range(1, 3)]).unwrap();
+    for _ in 0..3 {
+        ops::scale(&mid, Scalar::real(2.0), Submit::on(&rt)).unwrap();
+    }
+    let mut seen = [0.0f64; 3];
+    let ev = unsafe { ops::copy_out(&row, seen.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }.unwrap().unwrap();
+    drop(mid);
+    drop(row);
+    // No live view is left: an overwrite may give the value another shape,
+    // behind the queued operations (they still see the old storage).
+    let a = f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let identity = f64s(&[2, 2], &[1.0, 0.0, 0.0, 1.0]);
+    ops::assign_product(&t, Scalar::real(1.0), &a, &identity, Submit::on(&rt)).unwrap();
+    gate.open();
+    ev.wait(LONG).unwrap();
+    assert_eq!(seen, [3.0, 32.0, 40.0], "row 1 of iota(2, 3) with its last two elements scaled by 8");
+    assert_eq!(t.extents().unwrap().as_slice(), &[2, 2]);
+    assert_eq!(read_f64(&t), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
 #[test]
 fn parent_then_view_and_view_then_parent_are_ordered() {
     let rt = Runtime::new(2).unwrap();

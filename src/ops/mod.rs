@@ -54,10 +54,11 @@ pub struct ResolvedView<'a> {
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared
 /// state to find them.
 pub(crate) struct Access {
-    /// The handle. For a whole value it is a copy without a count of its
-    /// own (see [`crate::value::ValueRc`] for why the value outlives the
-    /// task anyway); a view or coalesced view is a counted clone, which also
-    /// keeps the view's own layout alive.
+    /// The handle. For a whole value or a view it is a copy without a count
+    /// of its own (see [`crate::value::ValueRc`] and
+    /// [`crate::value::ViewRc`] for why the value, and the view with the
+    /// layout `layout` points into, outlive the task anyway); a coalesced
+    /// view is a counted clone.
     pub(crate) tensor: ManuallyDrop<Tensor>,
     /// Whether `tensor` holds a count (and is dropped with the access).
     counted: bool,
@@ -89,14 +90,15 @@ impl Access {
     pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
         let (dtype, domain) = tensor.root().codes();
         let (tensor, counted) = match &tensor.0 {
-            // SAFETY: a bitwise copy of a handle to a whole value, never
-            // dropped (`counted` is false) and never cloned as a handle. The
-            // value outlives it: the submitter's handle keeps the value alive
-            // until the access is enrolled on its queue, and from then on the
-            // value's last count cannot go before its queue is idle (see
-            // `ValueRc`), that is before this access's task has finished,
-            // after which the access is no longer used.
-            Repr::Value(_) => (ManuallyDrop::new(unsafe { std::ptr::read(tensor) }), false),
+            // SAFETY: a bitwise copy of a handle to a whole value or a view,
+            // never dropped (`counted` is false) and never cloned as a
+            // handle. The value (and the view) outlive it: the submitter's
+            // handle keeps them alive until the access is enrolled on the
+            // value's queue, and from then on their last count cannot go
+            // before that queue is idle (see `ValueRc` and `ViewRc`), that is
+            // before this access's task has finished, after which the access
+            // is no longer used.
+            Repr::Value(_) | Repr::View(_) => (ManuallyDrop::new(unsafe { std::ptr::read(tensor) }), false),
             _ => (ManuallyDrop::new(tensor.clone()), true),
         };
         Access { tensor, counted, mode, conj: false, dtype, domain, data: std::ptr::null_mut(), layout: std::ptr::null() }

@@ -62,9 +62,10 @@ pub(crate) enum Job {
     Op(Operation),
     /// A wait on a value: completes once everything enrolled before it has.
     Barrier(ValueRc, Region),
-    /// Holds a released value until everything enrolled before it has
-    /// finished (see [`crate::runtime::release_value`]); only its drop matters.
-    Release(#[allow(dead_code)] ValueRc),
+    /// Holds a released value or view until everything enrolled before it
+    /// has finished (see [`crate::runtime::release_value`]); only its drop
+    /// matters.
+    Release(#[allow(dead_code)] Released),
 }
 
 /// A device task between issue and finish: what its finish needs.
@@ -127,9 +128,15 @@ pub(crate) fn barrier(value: ValueRc, region: Region, event: Event) -> Arc<Task>
     Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
 }
 
+/// The last count of a value or of a view, kept by a release task.
+pub(crate) enum Released {
+    Value(#[allow(dead_code)] ValueRc),
+    View(#[allow(dead_code)] Arc<crate::view::View>),
+}
+
 /// A release task for `value` (see [`crate::runtime::release_value`]); it
 /// runs inline wherever it becomes ready.
-pub(crate) fn release(value: ValueRc) -> Arc<Task> {
+pub(crate) fn release(value: Released) -> Arc<Task> {
     Task::new(None, Work { job: Job::Release(value), completion: None }, None)
 }
 

@@ -35,10 +35,12 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, Result, Status};
 use crate::region::Region;
 use crate::value::Value;
+use crate::view::View;
 
 pub use cq::{CompletionEntry, CompletionQueue};
 pub use event::{Callback, Event};
 pub(crate) use task::Task;
+pub(crate) use exec::Released;
 
 /// How [`Runtime::shutdown`] treats work that has not started.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -529,7 +531,42 @@ pub(crate) fn release_value(value: Arc<Value>) {
         drop(value);
         return;
     }
-    let task = exec::release(crate::value::ValueRc::new(value));
+    let task = exec::release(Released::Value(crate::value::ValueRc::new(value)));
+    s.queue.enroll_barrier(&task, &Region::Full);
+    drop(s);
+    if task.release_guard() {
+        exec::run(task);
+    }
+}
+
+/// Let go of a counted reference to `view` (see [`crate::value::ViewRc`]),
+/// under its root value's lock as [`release_value`] does for values: the last
+/// count goes at once if nothing enrolled on the value is unfinished, and
+/// otherwise moves into a release task behind everything enrolled so far.
+pub(crate) fn release_view(view: Arc<View>) {
+    let ptr = Arc::as_ptr(view.root.arc());
+    // SAFETY: the view's count of its root keeps the value alive while `v`
+    // is used: the view goes only after the guard (last count), or while
+    // other counts of the view remain (which can only go under this lock), or
+    // moves into the release task, which cannot run before the guard goes.
+    // (No count of the value is taken here: every count of a value must go
+    // under its lock, see `ValueRc`.)
+    let v = unsafe { &*ptr };
+    let mut s = v.state.lock();
+    if Arc::strong_count(&view) > 1 {
+        drop(view);
+        return;
+    }
+    if s.queue.is_idle() {
+        drop(s);
+        drop(view);
+        return;
+    }
+    let mut view = view;
+    if let Some(last) = Arc::get_mut(&mut view) {
+        last.release_contents();
+    }
+    let task = exec::release(Released::View(view));
     s.queue.enroll_barrier(&task, &Region::Full);
     drop(s);
     if task.release_guard() {
