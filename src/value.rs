@@ -255,78 +255,76 @@ impl Value {
     }
 }
 
+/// A counted reference to something pending operations point at without a
+/// count of their own: a [`Value`] ([`ValueRc`]) or a [`View`] ([`ViewRc`]).
+///
+/// A count taken by the submitter and dropped by a worker for every task
+/// would move the object's cache line between the two threads twice per
+/// task. The object outlives those tasks by another rule: every count goes
+/// under its value's lock (see [`crate::runtime::release_value`] and
+/// [`crate::runtime::release_view`]), and the last one, if tasks are still
+/// queued on the value, moves into a release task enrolled behind them. So
+/// the last count goes only when the queue is idle, and nothing can be
+/// enrolled through the object after that (enrolling needs a counted
+/// reference). Every count of a value is a `ValueRc` and every count of a
+/// view a `ViewRc`, the runtime's own wait and release tasks' included, so
+/// that no count goes around the lock.
+pub(crate) struct Counted<T: Release>(ManuallyDrop<Arc<T>>);
+
+/// How the last count of a [`Counted`] object goes.
+pub(crate) trait Release: Sized {
+    /// Let go of one count, under the lock of the object's value.
+    fn release(count: Arc<Self>);
+}
+
+impl Release for Value {
+    fn release(count: Arc<Value>) {
+        runtime::release_value(count)
+    }
+}
+
+impl Release for View {
+    fn release(count: Arc<View>) {
+        runtime::release_view(count)
+    }
+}
+
 /// A counted reference to a [`Value`], as handles, views and block arrays
 /// hold it.
-///
-/// The tasks of pending operations point at the values they access without
-/// a count of their own: a count taken by the submitter and dropped by a
-/// worker for every task would move the value's cache line between the two
-/// threads twice per task. The value outlives those tasks by another rule:
-/// every count goes under the value's lock (see
-/// [`crate::runtime::release_value`]), and the last one, if tasks are still
-/// queued on the value, moves into a release task enrolled behind them. So
-/// the last count of a value goes only when its queue is idle, and nothing
-/// can be enrolled after that (enrolling needs a counted reference). Every
-/// count of a value is a `ValueRc`, the runtime's own wait and release tasks'
-/// included, so that no count goes around the lock.
-pub(crate) struct ValueRc(ManuallyDrop<Arc<Value>>);
+pub(crate) type ValueRc = Counted<Value>;
 
-impl ValueRc {
-    pub(crate) fn new(v: Arc<Value>) -> ValueRc {
-        ValueRc(ManuallyDrop::new(v))
+/// A counted reference to a [`View`], as handles hold it (operations point
+/// at the view's layout).
+pub(crate) type ViewRc = Counted<View>;
+
+impl<T: Release> Counted<T> {
+    pub(crate) fn new(v: Arc<T>) -> Counted<T> {
+        Counted(ManuallyDrop::new(v))
     }
 
-    pub(crate) fn arc(&self) -> &Arc<Value> {
+    pub(crate) fn arc(&self) -> &Arc<T> {
         &self.0
     }
 }
 
-impl Clone for ValueRc {
+impl<T: Release> Clone for Counted<T> {
     fn clone(&self) -> Self {
-        ValueRc::new(Arc::clone(&self.0))
+        Counted::new(Arc::clone(&self.0))
     }
 }
 
-impl std::ops::Deref for ValueRc {
-    type Target = Value;
-    fn deref(&self) -> &Value {
+impl<T: Release> std::ops::Deref for Counted<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
         &self.0
     }
 }
 
-impl Drop for ValueRc {
+impl<T: Release> Drop for Counted<T> {
     fn drop(&mut self) {
         // SAFETY: the only place the Arc is taken out, and `self` is not used after.
         let v = unsafe { ManuallyDrop::take(&mut self.0) };
-        runtime::release_value(v);
-    }
-}
-
-/// A counted reference to a [`View`], as handles hold it. Like
-/// [`ValueRc`], and for the same reason: pending operations point at the
-/// view (its layout) without a count of their own, and every count goes under
-/// the view's root value's lock (see [`crate::runtime::release_view`]), the
-/// last one into a release task if operations are still queued on the value.
-pub(crate) struct ViewRc(ManuallyDrop<Arc<View>>);
-
-impl Clone for ViewRc {
-    fn clone(&self) -> Self {
-        ViewRc(ManuallyDrop::new(Arc::clone(&self.0)))
-    }
-}
-
-impl std::ops::Deref for ViewRc {
-    type Target = View;
-    fn deref(&self) -> &View {
-        &self.0
-    }
-}
-
-impl Drop for ViewRc {
-    fn drop(&mut self) {
-        // SAFETY: the only place the Arc is taken out, and `self` is not used after.
-        let v = unsafe { ManuallyDrop::take(&mut self.0) };
-        runtime::release_view(v);
+        T::release(v);
     }
 }
 
@@ -382,7 +380,7 @@ impl Tensor {
     }
 
     fn of_view(v: View) -> Tensor {
-        Tensor(Repr::View(ViewRc(ManuallyDrop::new(Arc::new(v)))))
+        Tensor(Repr::View(ViewRc::new(Arc::new(v))))
     }
 
     pub(crate) fn of_coalesced(c: Coalesced) -> Tensor {
