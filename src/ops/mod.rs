@@ -55,13 +55,11 @@ pub struct ResolvedView<'a> {
 /// state to find them.
 pub(crate) struct Access {
     /// The handle. For a whole value or a view it is a copy without a count
-    /// of its own (see [`crate::value::ValueRc`] and
-    /// [`crate::value::ViewRc`] for why the value, and the view with the
-    /// layout `layout` points into, outlive the task anyway); a coalesced
-    /// view is a counted clone.
+    /// of its own (see [`crate::value::Counted`] for why the value, and the
+    /// view with the layout `layout` points into, outlive the task anyway);
+    /// a coalesced view is a counted clone, dropped with the access (see
+    /// [`Access::counted`]).
     pub(crate) tensor: ManuallyDrop<Tensor>,
-    /// Whether `tensor` holds a count (and is dropped with the access).
-    counted: bool,
     pub(crate) mode: Mode,
     /// Reads conjugate (a conj view of a complex tensor).
     conj: bool,
@@ -89,19 +87,25 @@ impl Access {
     /// is enrolled on its value's queue.
     pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
         let (dtype, domain) = tensor.root().codes();
-        let (tensor, counted) = match &tensor.0 {
+        let tensor = match &tensor.0 {
             // SAFETY: a bitwise copy of a handle to a whole value or a view,
-            // never dropped (`counted` is false) and never cloned as a
+            // never dropped (see `Access::counted`) and never cloned as a
             // handle. The value (and the view) outlive it: the submitter's
             // handle keeps them alive until the access is enrolled on the
             // value's queue, and from then on their last count cannot go
             // before that queue is idle (see `ValueRc` and `ViewRc`), that is
             // before this access's task has finished, after which the access
             // is no longer used.
-            Repr::Value(_) | Repr::View(_) => (ManuallyDrop::new(unsafe { std::ptr::read(tensor) }), false),
-            _ => (ManuallyDrop::new(tensor.clone()), true),
+            Repr::Value(_) | Repr::View(_) => ManuallyDrop::new(unsafe { std::ptr::read(tensor) }),
+            Repr::Coalesced(_) => ManuallyDrop::new(tensor.clone()),
         };
-        Access { tensor, counted, mode, conj: false, dtype, domain, data: std::ptr::null_mut(), layout: std::ptr::null() }
+        Access { tensor, mode, conj: false, dtype, domain, data: std::ptr::null_mut(), layout: std::ptr::null() }
+    }
+
+    /// Whether `tensor` holds a count of its own (and is dropped with the
+    /// access): only a coalesced view's is a clone (see [`Access::new`]).
+    fn counted(&self) -> bool {
+        matches!(self.tensor.0, Repr::Coalesced(_))
     }
 
     /// The (first) hazard record: dtype, domain.
@@ -132,7 +136,7 @@ impl Access {
 
 impl Drop for Access {
     fn drop(&mut self) {
-        if self.counted {
+        if self.counted() {
             // SAFETY: dropped once, here; the access is not used after.
             unsafe { ManuallyDrop::drop(&mut self.tensor) }
         }

@@ -54,7 +54,7 @@ pub(crate) struct Task {
     /// run inline wherever they become ready. Not reference-counted: see
     /// [`Task::runtime`].
     runtime: Option<NonNull<RuntimeInner>>,
-    /// The operation and its completion; see [`Task::take_work`].
+    /// The operation and its completion; see [`Task::running_work`].
     work: UnsafeCell<Option<Work>>,
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
@@ -91,7 +91,7 @@ struct LinkState {
     parked: Option<Parked>,
 }
 
-// SAFETY: `work` is only touched through `take_work`/`work_mut`, whose
+// SAFETY: `work` is only touched through `running_work`/`work_mut`, whose
 // contracts give one thread exclusive access; `runtime` is only dereferenced
 // under the contract of `Task::runtime`; everything else is atomics, locks
 // and `Arc`s.
