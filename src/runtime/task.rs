@@ -101,18 +101,27 @@ unsafe impl Send for Task {}
 impl Task {
     /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
     /// `device`: the ordinal of the device it runs on, for device tasks.
+    #[inline(always)]
     pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
         // The link first: allocating it between the moves of `work` would
         // make one more copy of it.
         let link = device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
-        Arc::new(Task {
-            pending: AtomicU32::new(1),
-            done: AtomicBool::new(false),
-            successors: Mutex::new(Successors { done: false, list: SmallVec::new() }),
-            runtime: runtime.map(NonNull::from),
-            work: UnsafeCell::new(Some(work)),
-            link,
-        })
+        // Written field by field into the allocation: `Arc::new` of the
+        // whole struct built it on the stack and copied it (twice, 272 bytes
+        // each, per submission).
+        let mut task = Arc::<Task>::new_uninit();
+        let p = Arc::get_mut(&mut task).expect("a new Arc is unique").as_mut_ptr();
+        // SAFETY: `p` points to the new, uninitialised task; every field is
+        // written exactly once below before `assume_init`.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).successors).write(Mutex::new(Successors { done: false, list: SmallVec::new() }));
+            std::ptr::addr_of_mut!((*p).done).write(AtomicBool::new(false));
+            std::ptr::addr_of_mut!((*p).runtime).write(runtime.map(NonNull::from));
+            std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
+            std::ptr::addr_of_mut!((*p).link).write(link);
+            std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(1));
+            task.assume_init()
+        }
     }
 
     /// Whether this is a device task.
