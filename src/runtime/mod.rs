@@ -59,8 +59,10 @@ const STOPPED: u8 = 3;
 /// How long an idle drainer keeps looking for work before it exits.
 const DRAIN_SPIN: Duration = Duration::from_micros(50);
 
-/// Pause instructions between two looks at the queue by an idle drainer.
+/// Pause instructions between two looks at the queue by an idle drainer,
+/// at first (see `drain` for when it waits longer, up to `IDLE_PAUSES_MAX`).
 const IDLE_PAUSES: u32 = 32;
+const IDLE_PAUSES_MAX: u32 = 512;
 
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
@@ -186,6 +188,18 @@ impl RuntimeInner {
         let mut idle = true;
         let mut idle_since = Instant::now();
         let mut spins = 0u32;
+        // Tasks taken since the queue was last found empty, and the pause
+        // between looks. Every look takes the queue's tail line from a
+        // submitting thread, which must take it back for its next push: a
+        // drainer that keeps up with a stream of submissions (it finds the
+        // queue empty again after each task or two) would cost the submitter
+        // a line transfer per task. So a drainer that found more than one
+        // task waiting looks less often (the stream's tasks then wait in the
+        // queue a little, and are taken back to back), up to
+        // `IDLE_PAUSES_MAX`; one that found a single task (a round trip: the
+        // submitter waits for it) looks often again, so latency stays low.
+        let mut taken = 0u32;
+        let mut pauses = IDLE_PAUSES;
         loop {
             if !self.ready.is_empty() {
                 if idle {
@@ -194,6 +208,7 @@ impl RuntimeInner {
                 }
                 if let Steal::Success(t) = self.ready.steal() {
                     exec::run(t);
+                    taken += 1;
                     spins = 0;
                     continue;
                 }
@@ -202,13 +217,12 @@ impl RuntimeInner {
                 self.idle_drainers.fetch_add(1, Ordering::SeqCst);
                 idle = true;
                 idle_since = Instant::now();
+                pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
+                taken = 0;
             }
             spins = spins.wrapping_add(1);
             if spins % 16 != 0 {
-                // Look at the queue's lines only now and then: every look
-                // takes the tail line from the submitting thread, which must
-                // take it back for its next push.
-                for _ in 0..IDLE_PAUSES {
+                for _ in 0..pauses {
                     std::hint::spin_loop();
                 }
                 continue;
