@@ -29,6 +29,9 @@ use super::exec::{Parked, Work};
 use super::RuntimeInner;
 use crate::device::{Marker, StreamId};
 
+/// Room for successors once a task has more than one (see `depend_on`).
+const SPILLED_SUCCESSORS: usize = 8;
+
 /// Tasks that became ready together.
 pub(crate) type ReadyList = SmallVec<[Arc<Task>; 4]>;
 
@@ -178,6 +181,12 @@ impl Task {
             // Count before publishing, so the predecessor's release cannot
             // bring the counter to zero early.
             self.pending.fetch_add(1, Ordering::Relaxed);
+            if s.list.len() == s.list.capacity() && !s.list.spilled() {
+                // A task with more than one successor (a writer and the
+                // readers of its epoch) usually gets several: one
+                // allocation for them instead of one per doubling.
+                s.list.reserve_exact(SPILLED_SUCCESSORS);
+            }
             s.list.push(self.clone());
         }
     }
