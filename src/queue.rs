@@ -13,7 +13,9 @@
 //! removes the entries its region covers (anything that conflicts with them
 //! also conflicts with the writer, which waits for them), and finished entries
 //! are dropped as the frontier grows. With whole-value accesses only, the
-//! frontier is exactly the last writer plus the readers of the current epoch.
+//! frontier is exactly the last writer plus the readers of the current epoch;
+//! the last whole-value writer has a slot of its own, so a value that is only
+//! written whole keeps its frontier without a vector.
 //!
 //! An epoch queue carries no lock of its own: it lives inside the lock of the
 //! hazard record that owns it (see [`crate::value`]), and enrollment of all of
@@ -70,11 +72,18 @@ struct Entry {
 /// The ordering state of one value (or one block, or one hazard record).
 #[derive(Default)]
 pub(crate) struct EpochQueue {
-    /// Unfinished-or-recent accesses not covered by a later writer, writers
-    /// first: a reader only waits for writers, so it scans the leading
-    /// writers and stops at the first reader, and a value read by thousands of
-    /// pending operations (a shared matrix) costs each new reader nothing
-    /// extra. A thin vector keeps an idle value's queue one word.
+    /// The latest whole-value writer, unless a later one replaced it. It
+    /// comes before every entry of `frontier` and covers everything before
+    /// it. Kept apart from `frontier` because it is the whole frontier of a
+    /// value that is only written whole (a chain of updates, or independent
+    /// tasks each on its own tensor): enrolling one such writer replaces
+    /// another, with no vector to allocate or clear.
+    writer: Option<Arc<Task>>,
+    /// Unfinished-or-recent accesses after `writer` that are not covered by
+    /// a later writer, writers first: a reader only waits for writers, so it
+    /// scans the leading writers and stops at the first reader, and a value
+    /// read by thousands of pending operations (a shared matrix) costs each
+    /// new reader nothing extra. A thin vector keeps it one word while empty.
     frontier: ThinVec<Entry>,
     /// The stamp of the latest enrolled operation (see [`EpochQueue::enroll`]).
     seq: u64,
@@ -104,6 +113,11 @@ impl EpochQueue {
                 task.depend_on(pred)
             }
         };
+        if let Some(w) = &self.writer {
+            if Region::Full.may_overlap(region) {
+                depend(w);
+            }
+        }
         if writes {
             for e in &self.frontier {
                 if whole || e.region.may_overlap(region) {
@@ -117,19 +131,22 @@ impl EpochQueue {
                 }
             }
         }
-        if writes {
-            // Entries this writer covers are ordered before it, and anything
-            // that conflicts with them conflicts with it.
-            if whole {
+        // Entries a writer covers are ordered before it, and anything that
+        // conflicts with them conflicts with it.
+        if writes && whole {
+            if !self.frontier.is_empty() {
                 self.frontier.clear();
                 if self.frontier.capacity() > 64 {
                     self.frontier = ThinVec::new();
                 }
-            } else {
+            }
+            self.writer = Some(task.clone());
+        } else {
+            if writes {
                 self.frontier.retain(|e| !region.covers(&e.region));
             }
+            self.push(Entry { task: task.clone(), writes, region: region.clone() });
         }
-        self.push(Entry { task: task.clone(), writes, region: region.clone() });
         debug_assert!(stamp > self.seq || stamp == self.seq, "stamps never go back");
         self.seq = stamp;
     }
@@ -138,6 +155,11 @@ impl EpochQueue {
     /// enrolled so far and joins as a reader, so a later writer of the region
     /// also waits for it.
     pub(crate) fn enroll_barrier(&mut self, task: &Arc<Task>, region: &Region) {
+        if let Some(w) = &self.writer {
+            if Region::Full.may_overlap(region) {
+                task.depend_on(w);
+            }
+        }
         for e in &self.frontier {
             if e.region.may_overlap(region) {
                 task.depend_on(&e.task);
@@ -149,7 +171,7 @@ impl EpochQueue {
 
     /// Whether nothing enrolled so far is still unfinished.
     pub(crate) fn is_idle(&self) -> bool {
-        self.frontier.iter().all(|e| e.task.is_done())
+        self.writer.as_ref().is_none_or(|w| w.is_done()) && self.frontier.iter().all(|e| e.task.is_done())
     }
 
     /// Add an entry, keeping writers before readers.
@@ -171,5 +193,70 @@ impl EpochQueue {
         } else {
             self.frontier.push(entry);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::domain::Domain;
+    use crate::layout::Order;
+    use crate::runtime::exec;
+    use crate::runtime::Released;
+    use crate::value::{Tensor, ValueRc};
+
+    /// A task that runs nothing (a release task holding a count of `t`).
+    fn task(t: &Tensor) -> Arc<Task> {
+        exec::release(Released::Value(ValueRc::new(t.root().clone())))
+    }
+
+    fn span(i: isize) -> Region {
+        Region::Span { lo: i, hi: i, exact: true }
+    }
+
+    fn same(a: &[Arc<Task>], b: &[&Arc<Task>]) -> bool {
+        a.len() == b.len() && b.iter().all(|x| a.iter().any(|y| Arc::ptr_eq(x, y)))
+    }
+
+    /// Whole-value writers are kept apart from the other entries; every
+    /// access still waits for exactly the earlier accesses it conflicts with.
+    #[test]
+    fn whole_writers_regions_and_barriers_wait_for_exactly_their_conflicts() {
+        let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Domain::Host).unwrap();
+        let mut q = EpochQueue::default();
+        assert!(q.is_idle());
+        let w1 = task(&t);
+        q.enroll(&w1, Mode::Write, &Region::Full, 1, false);
+        let r1 = task(&t); // reads element 0: after w1
+        q.enroll(&r1, Mode::Read, &span(0), 2, false);
+        let x = task(&t); // writes element 1: after w1, beside r1
+        q.enroll(&x, Mode::Update, &span(1), 3, false);
+        let r2 = task(&t); // reads everything: after w1 and x
+        q.enroll(&r2, Mode::Read, &Region::Full, 4, false);
+        let w2 = task(&t); // writes everything: after all of them
+        q.enroll(&w2, Mode::Write, &Region::Full, 5, false);
+        let b = task(&t); // waits on element 0: after w2 only
+        q.enroll_barrier(&b, &span(0));
+        let e = task(&t); // writes no element: waits for nothing
+        q.enroll(&e, Mode::Write, &Region::Empty, 6, false);
+        assert_eq!(q.next_stamp(), 7);
+        assert!(!q.is_idle());
+
+        assert!(w1.release_guard());
+        assert!(e.release_guard());
+        for t in [&r1, &x, &r2, &w2, &b] {
+            assert!(!t.release_guard());
+        }
+        assert!(e.finish().is_empty());
+        assert!(same(&w1.finish(), &[&r1, &x]));
+        assert!(same(&x.finish(), &[&r2]));
+        assert!(r1.finish().is_empty());
+        assert!(!q.is_idle());
+        assert!(same(&r2.finish(), &[&w2]));
+        assert!(same(&w2.finish(), &[&b]));
+        assert!(!q.is_idle());
+        assert!(b.finish().is_empty());
+        assert!(q.is_idle());
     }
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::lock_api;
 
 use crate::domain::Domain;
 use crate::dtype::{DType, Element};
@@ -132,28 +132,80 @@ pub fn poisoned_values_for_tests() -> usize {
 
 /// A hazard record: one epoch queue plus the value it orders.
 pub(crate) struct Value {
-    pub(crate) state: Mutex<ValueState>,
+    /// The state, behind a lock whose word also holds the value's small
+    /// fields (see [`ValueLock`]), so that the value with its reference
+    /// counts fills one cache line (64 bytes), which only submitting threads
+    /// use per operation: accesses copy the dtype and domain codes, and tasks
+    /// read the poison flag only while some value holds poison (see
+    /// [`POISONED_VALUES`]).
+    pub(crate) state: StateMutex,
+}
+
+/// The lock of a value's state, and the value's fields that are read
+/// without it, in one 8-byte word: a separate `parking_lot::Mutex` would pad
+/// its one-byte lock to the state's alignment, and these fields would take
+/// another word after it.
+pub(crate) struct ValueLock {
+    raw: parking_lot::RawMutex,
     /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
     /// can check its operands without locking them. Counted in
     /// [`POISONED_VALUES`] while set.
     poisoned: AtomicBool,
-    /// The dtype's code and the domain's C encoding, kept small so that the
-    /// value with its reference counts fills one cache line (64 bytes), which
-    /// only submitting threads use per operation: accesses copy these codes,
-    /// and tasks read the poison flag only while some value holds poison
-    /// (see [`POISONED_VALUES`]). See [`Value::dtype`] and [`Value::domain`].
+    /// The dtype's code and the domain's C encoding (see [`Value::dtype`] and
+    /// [`Value::domain`]).
     dtype: u8,
     domain: i32,
-    /// Rejects every write at submission (const user memory, self-overlapping strides).
-    pub(crate) read_only: bool,
-    /// The contents can never be replaced (a block of a block array: its
-    /// storage is part of a shared allocation).
-    pub(crate) fixed: bool,
+    /// `READ_ONLY` and `FIXED` (one byte for both keeps the word at 8 bytes).
+    flags: u8,
 }
+
+/// Rejects every write at submission (const user memory, self-overlapping strides).
+const READ_ONLY: u8 = 1;
+/// The contents can never be replaced (a block of a block array: its
+/// storage is part of a shared allocation).
+const FIXED: u8 = 2;
+
+// SAFETY: locking and unlocking are parking_lot's RawMutex's (whose
+// contract this forwards unchanged); the other fields are never changed
+// through the lock (only `poisoned`, an atomic).
+unsafe impl lock_api::RawMutex for ValueLock {
+    #[allow(clippy::declare_interior_mutable_const)] // (the trait's constant)
+    const INIT: ValueLock = ValueLock {
+        raw: <parking_lot::RawMutex as lock_api::RawMutex>::INIT,
+        poisoned: AtomicBool::new(false),
+        dtype: 0,
+        domain: -1,
+        flags: 0,
+    };
+    type GuardMarker = <parking_lot::RawMutex as lock_api::RawMutex>::GuardMarker;
+
+    #[inline]
+    fn lock(&self) {
+        self.raw.lock();
+    }
+    #[inline]
+    fn try_lock(&self) -> bool {
+        self.raw.try_lock()
+    }
+    #[inline]
+    unsafe fn unlock(&self) {
+        // SAFETY: forwarded: the caller holds the lock.
+        unsafe { self.raw.unlock() }
+    }
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.raw.is_locked()
+    }
+}
+
+/// A value's locked state (see [`ValueLock`]).
+pub(crate) type StateMutex = lock_api::Mutex<ValueLock, ValueState>;
+/// A held lock on a value's state.
+pub(crate) type StateGuard<'a> = lock_api::MutexGuard<'a, ValueLock, ValueState>;
 
 impl Drop for Value {
     fn drop(&mut self) {
-        if *self.poisoned.get_mut() {
+        if self.word().poisoned.load(Ordering::Relaxed) {
             POISONED_VALUES.fetch_sub(1, Ordering::Release);
         }
     }
@@ -162,43 +214,63 @@ impl Drop for Value {
 impl Value {
     /// A block of a block array: contents fixed for its lifetime.
     pub(crate) fn new_fixed(dtype: DType, domain: Domain, contents: Arc<Contents>) -> Arc<Value> {
-        let mut v = Value::build(dtype, domain, Some(contents), false);
-        v.fixed = true;
-        Arc::new(v)
+        Value::build(dtype, domain, Some(contents), false, true)
     }
 
     fn new(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Arc<Value> {
-        Arc::new(Value::build(dtype, domain, contents, read_only))
+        Value::build(dtype, domain, contents, read_only, false)
     }
 
-    fn build(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool) -> Value {
-        Value {
-            fixed: false,
-            state: Mutex::new(ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() }),
+    fn build(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool, fixed: bool) -> Arc<Value> {
+        let word = ValueLock {
             poisoned: AtomicBool::new(false),
             dtype: dtype as u32 as u8,
             domain: domain.to_i32(),
-            read_only,
-        }
+            flags: if read_only { READ_ONLY } else { 0 } | if fixed { FIXED } else { 0 },
+            ..<ValueLock as lock_api::RawMutex>::INIT
+        };
+        let state = ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() };
+        Arc::new(Value { state: StateMutex::from_raw(word, state) })
+    }
+
+    /// The lock word with the value's small fields.
+    #[inline]
+    fn word(&self) -> &ValueLock {
+        // SAFETY: only used to read the fields besides the lock (and the
+        // `poisoned` atomic); the lock itself is only taken and released
+        // through `state`.
+        unsafe { self.state.raw() }
+    }
+
+    /// Whether every write is rejected at submission.
+    #[inline]
+    pub(crate) fn read_only(&self) -> bool {
+        self.word().flags & READ_ONLY != 0
+    }
+
+    /// Whether the contents can never be replaced (a block of a block array).
+    #[inline]
+    pub(crate) fn fixed(&self) -> bool {
+        self.word().flags & FIXED != 0
     }
 
     /// Element type.
     #[inline]
     pub(crate) fn dtype(&self) -> DType {
-        DType::from_u32(self.dtype as u32).expect("a value stores a valid dtype code")
+        DType::from_u32(self.word().dtype as u32).expect("a value stores a valid dtype code")
     }
 
     /// The dtype's code and the domain's C encoding, as stored (an access
     /// copies them; see [`DType::from_u32`] and [`Domain::from_i32`]).
     #[inline]
     pub(crate) fn codes(&self) -> (u8, i32) {
-        (self.dtype, self.domain)
+        (self.word().dtype, self.word().domain)
     }
 
     /// Where the elements live.
     #[inline]
     pub(crate) fn domain(&self) -> Domain {
-        Domain::from_i32(self.domain).expect("a value stores a valid domain code")
+        Domain::from_i32(self.word().domain).expect("a value stores a valid domain code")
     }
 
     /// The error an access to `region` fails with, if any. Called by a task
@@ -206,7 +278,7 @@ impl Value {
     /// before it finished before the task was released, which orders their
     /// stores before this load.
     pub(crate) fn poison_in(&self, region: &Region) -> Option<Error> {
-        if !any_poison() || !self.poisoned.load(Ordering::Acquire) {
+        if !any_poison() || !self.word().poisoned.load(Ordering::Acquire) {
             return None;
         }
         self.state.lock().poison_in(region)
@@ -216,23 +288,23 @@ impl Value {
     pub(crate) fn add_poison(&self, region: Region, pos: u64, error: Error) {
         let mut s = self.state.lock();
         s.poison.push(Poison { region, pos, error });
-        if !self.poisoned.load(Ordering::Relaxed) {
+        if !self.word().poisoned.load(Ordering::Relaxed) {
             // Counted before the flag is set and before the writing task
             // finishes (under the lock, like every change of the flag).
             POISONED_VALUES.fetch_add(1, Ordering::Release);
-            self.poisoned.store(true, Ordering::Release);
+            self.word().poisoned.store(true, Ordering::Release);
         }
     }
 
     /// A successful overwrite of `region`: the errors it covers are gone.
     pub(crate) fn clean(&self, region: &Region) {
-        if !any_poison() || !self.poisoned.load(Ordering::Acquire) {
+        if !any_poison() || !self.word().poisoned.load(Ordering::Acquire) {
             return;
         }
         let mut s = self.state.lock();
         s.poison.retain(|p| !region.covers(&p.region));
-        if s.poison.is_empty() && self.poisoned.load(Ordering::Relaxed) {
-            self.poisoned.store(false, Ordering::Release);
+        if s.poison.is_empty() && self.word().poisoned.load(Ordering::Relaxed) {
+            self.word().poisoned.store(false, Ordering::Release);
             POISONED_VALUES.fetch_sub(1, Ordering::Release);
         }
     }
@@ -539,7 +611,7 @@ impl Tensor {
     /// Whether writes to this tensor are rejected (read-only memory, conj views).
     pub fn is_read_only(&self) -> bool {
         match &self.0 {
-            Repr::Value(v) => v.read_only,
+            Repr::Value(v) => v.read_only(),
             Repr::View(v) => v.read_only,
             Repr::Coalesced(_) => false,
         }

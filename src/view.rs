@@ -116,7 +116,7 @@ impl View {
         })?;
         let layout = contents.layout.clone();
         let map = (0..layout.rank()).map(|axis| RootAxis::Mapped { axis, start: 0, step: 1 }).collect();
-        let mut v = View { root: root.clone(), contents: Some(contents), layout, conj: false, read_only: root.read_only, map: Some(map), region: Region::Full };
+        let mut v = View { root: root.clone(), contents: Some(contents), layout, conj: false, read_only: root.read_only(), map: Some(map), region: Region::Full };
         v.region = v.compute_region();
         Ok(v)
     }

@@ -6,7 +6,7 @@
 //! why submissions from many threads never form a wait cycle (two-phase
 //! locking makes the enrollment order a serialization order).
 
-use parking_lot::MutexGuard;
+
 use smallvec::SmallVec;
 
 use super::{Access, Body, Operation};
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::layout::Layout;
 use crate::region::Region;
-use crate::value::{Contents, Tensor, Value, ValueState};
+use crate::value::{Contents, StateGuard, Tensor, Value, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.
 /// Sorting operations by these positions per value recovers the order the
@@ -72,7 +72,7 @@ struct Hazard<'a> {
 /// The values of one submission, locked; indexed by operand.
 pub(crate) struct Locked<'g> {
     operands: &'g [(&'g Tensor, Mode)],
-    guards: SmallVec<[MutexGuard<'g, ValueState>; 4]>,
+    guards: SmallVec<[StateGuard<'g>; 4]>,
     /// Operand index -> guard index (of the operand's root value).
     slot: SmallVec<[usize; 4]>,
     /// Contents replaced by this operation: earlier accesses still point into
@@ -101,7 +101,7 @@ impl Locked<'_> {
     /// the value has views (they would keep showing the old storage), and for
     /// a block of a block array (its storage is part of the array's).
     pub(crate) fn replace_contents(&mut self, i: usize, fresh: Arc<Contents>, origin: &'static str) -> Result<()> {
-        if self.operands[i].0.root().fixed {
+        if self.operands[i].0.root().fixed() {
             return Err(Error::new(Status::ShapeMismatch, origin, "a block of a block array cannot take another shape"));
         }
         let state = self.state(i);
@@ -152,7 +152,7 @@ pub(crate) fn submit(
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
         if m.writes() && t.is_read_only() {
-            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only) { "a read-only view (conj)" } else { "read-only" };
+            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only()) { "a read-only view (conj)" } else { "read-only" };
             return Err(Error::new(Status::ReadOnly, origin, format!("the output is {what}")));
         }
     }
