@@ -72,6 +72,20 @@ fn tasks(c: &mut Criterion) {
         })
     });
 
+    // Bulk-synchronous steps: 100 independent tasks, then a wait for all of
+    // them. Idle workers that slowed down their polling during a long stream
+    // must not make each step wait (see `runtime::poke`).
+    g.throughput(Throughput::Elements(100));
+    let mut step = many.chunks(100).cycle();
+    g.bench_function("burst_of_100_then_wait_idle", |b| {
+        b.iter(|| {
+            for x in step.next().unwrap() {
+                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+            }
+            rt.wait_idle(None).unwrap();
+        })
+    });
+
     // Submission alone: everything queues behind a writer that holds the value.
     g.throughput(Throughput::Elements(BATCH as u64));
     g.bench_function("submit_behind_a_blocked_writer", |b| {

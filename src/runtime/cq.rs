@@ -71,6 +71,10 @@ impl CompletionQueue {
     pub fn poll(&self, max: usize) -> Vec<CompletionEntry> {
         let mut q = self.0.entries.lock();
         let n = max.min(q.len());
+        if n == 0 {
+            // The caller waits for completions (see `runtime::poke`).
+            super::poke();
+        }
         let out: Vec<_> = q.drain(..n).collect();
         if n > 0 && q.is_empty() {
             let mut sink: u64 = 0;

@@ -87,7 +87,10 @@ impl Event {
     /// The outcome if the operation has completed.
     pub fn poll(&self) -> Option<Result<()>> {
         match &*self.0.state.lock() {
-            State::Pending(_) | State::Firing(_) => None,
+            State::Pending(_) | State::Firing(_) => {
+                super::poke();
+                None
+            }
             State::Done(r) => Some(r.clone()),
         }
     }
@@ -129,6 +132,7 @@ impl Event {
                 ));
             }
         }
+        super::poke();
         let done = super::block_until(
             || self.is_complete(),
             |slice| {

@@ -13,7 +13,10 @@
 //! (its worker then takes rayon work, such as the pieces of a parallel
 //! kernel); a submission starts a drainer only when more tasks are queued
 //! than drainers are idle, up to one per worker. In a steady stream of
-//! submissions no thread is woken per task.
+//! submissions no thread is woken per task, and idle drainers look at the
+//! queue less and less often while they keep finding several tasks at once
+//! (each look costs the submitting thread a cache-line transfer), until a
+//! thread starts waiting for results.
 //!
 //! A blocking wait on a worker thread helps run queued tasks and rayon work
 //! instead of blocking the pool.
@@ -59,10 +62,33 @@ const STOPPED: u8 = 3;
 /// How long an idle drainer keeps looking for work before it exits.
 const DRAIN_SPIN: Duration = Duration::from_micros(50);
 
-/// Pause instructions between two looks at the queue by an idle drainer,
-/// at first (see `drain` for when it waits longer, up to `IDLE_PAUSES_MAX`).
+/// Pause instructions (about 25 ns each here) between two looks at the
+/// queue by an idle drainer, at first (see `drain` for when it waits longer,
+/// up to `IDLE_PAUSES_MAX`).
 const IDLE_PAUSES: u32 = 32;
-const IDLE_PAUSES_MAX: u32 = 512;
+const IDLE_PAUSES_MAX: u32 = 2048;
+
+/// How many pause instructions an idle drainer spends between two checks of
+/// how long it has been idle (about 13 us).
+const CHECK_PAUSES: u32 = 512;
+
+/// How many pause instructions apart a drainer in a long pause looks for a
+/// poke (see [`poke`]).
+const POKE_PAUSES: u32 = 32;
+
+/// Bumped by every thread that starts waiting for operations to complete
+/// (see [`poke`]). On a line of its own: idle drainers read it often, and
+/// only waiting threads write it.
+static POKES: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
+
+/// Tell idle drainers that a thread waits for operations to complete: those
+/// in a long pause (see `RuntimeInner::drain`) look at their queue at once
+/// and go back to short pauses. Called when a blocking wait starts and when
+/// a poll finds an operation still pending, so that a wait after a burst of
+/// submissions is not served at the slow pace that suits the burst.
+pub(crate) fn poke() {
+    POKES.fetch_add(1, Ordering::Relaxed);
+}
 
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
@@ -187,7 +213,6 @@ impl RuntimeInner {
         self.idle_drainers.fetch_add(1, Ordering::SeqCst);
         let mut idle = true;
         let mut idle_since = Instant::now();
-        let mut spins = 0u32;
         // Tasks taken since the queue was last found empty, and the pause
         // between looks. Every look takes the queue's tail line from a
         // submitting thread, which must take it back for its next push: a
@@ -196,10 +221,16 @@ impl RuntimeInner {
         // a line transfer per task. So a drainer that found more than one
         // task waiting looks less often (the stream's tasks then wait in the
         // queue a little, and are taken back to back), up to
-        // `IDLE_PAUSES_MAX`; one that found a single task (a round trip: the
-        // submitter waits for it) looks often again, so latency stays low.
+        // `IDLE_PAUSES_MAX` (about 50 us; a stream's tasks then come out of
+        // the queue many at a time, and the drainers run far enough behind
+        // the submitter not to share the lines of the tasks it is enrolling);
+        // one that found a single task (a round trip: the submitter waits for
+        // it) looks often again, so latency stays low, and so does one that
+        // is poked because a thread started waiting (see `poke`).
         let mut taken = 0u32;
         let mut pauses = IDLE_PAUSES;
+        let mut since_check = 0u32;
+        let mut pokes = POKES.load(Ordering::Relaxed);
         loop {
             if !self.ready.is_empty() {
                 if idle {
@@ -209,7 +240,6 @@ impl RuntimeInner {
                 if let Steal::Success(t) = self.ready.steal() {
                     exec::run(t);
                     taken += 1;
-                    spins = 0;
                     continue;
                 }
             }
@@ -220,13 +250,30 @@ impl RuntimeInner {
                 pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
                 taken = 0;
             }
-            spins = spins.wrapping_add(1);
-            if spins % 16 != 0 {
-                for _ in 0..pauses {
+            let mut paused = 0;
+            while paused < pauses {
+                for _ in 0..POKE_PAUSES {
                     std::hint::spin_loop();
                 }
+                paused += POKE_PAUSES;
+                if pauses > IDLE_PAUSES {
+                    let now = POKES.load(Ordering::Relaxed);
+                    if now != pokes {
+                        // Someone waits: look now, and often from now on.
+                        pokes = now;
+                        pauses = IDLE_PAUSES;
+                        break;
+                    }
+                }
+            }
+            // Time to leave, or to let another thread have the core? Asked
+            // after every `CHECK_PAUSES` pauses, however long the pause
+            // between two looks is.
+            since_check += paused;
+            if since_check < CHECK_PAUSES {
                 continue;
             }
+            since_check = 0;
             // (No rayon::yield_now here: it could start another drainer
             // nested on this thread, which would then hold this one, counted
             // idle, under it. Pieces of parallel kernels are taken by workers
@@ -304,6 +351,7 @@ impl RuntimeInner {
             ShutdownMode::Cancel => CANCELLING,
         };
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        poke();
         let mut g = self.idle_lock.lock();
         while self.outstanding.sum() != 0 {
             self.idle.wait_for(&mut g, Duration::from_micros(200));
@@ -399,6 +447,7 @@ impl Runtime {
         if inner.is_current_worker() {
             return Err(Error::new(Status::WouldDeadlock, ORIGIN, "a runtime's own task cannot wait for the runtime to be idle"));
         }
+        poke();
         let done = block_until(
             || inner.outstanding.sum() == 0,
             |slice| {
