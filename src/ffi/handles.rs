@@ -18,7 +18,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
+use parking_lot::{RwLock, RwLockReadGuard};
+use smallvec::SmallVec;
 
 use crate::error::Status;
 use crate::runtime::{CompletionQueue, Event, Runtime};
@@ -194,32 +195,55 @@ fn lookup(d: &Decoded) -> Result<Object, Status> {
     }
 }
 
-/// An object of the table borrowed in place (see [`borrow`]).
-pub(crate) type Borrowed<T> = MappedRwLockReadGuard<'static, T>;
+/// The objects one call uses, borrowed in place: unlike [`get`] it takes no
+/// reference count (a submission then touches an object's count only where
+/// it keeps a reference). The handles' shards stay read-locked, one lock per
+/// shard (a call's handles were usually all made by one thread, so they share
+/// a shard), while the `Borrows` lives, so a caller holds it for one call
+/// only, and neither creates nor frees a handle, nor runs user code,
+/// meanwhile (those may take a write lock, which would wait for this thread).
+pub(crate) struct Borrows {
+    guards: SmallVec<[(usize, RwLockReadGuard<'static, Shard>); 2]>,
+}
 
-/// The object behind `h`, which must be of `kind`, borrowed in place: unlike
-/// [`get`] it takes no reference count (a submission then touches the
-/// object's count only where it keeps a reference). The object's shard stays
-/// read-locked while the guard lives, so a caller holds it for one call only,
-/// and neither creates nor frees a handle, nor runs user code, meanwhile
-/// (those may take the write lock, which would wait for this thread). The
-/// lock is taken recursively: one thread may borrow several objects of one
-/// shard even while a writer waits.
-pub(crate) fn borrow(h: u64, kind: Kind) -> Result<Borrowed<Object>, Status> {
-    if h == 0 {
-        return Err(Status::NullHandle);
+impl Borrows {
+    pub(crate) fn new() -> Borrows {
+        Borrows { guards: SmallVec::new() }
     }
-    let d = decode(h);
-    if Kind::from_u8(d.kind) != Some(kind) {
-        // The rare paths (wrong or unknown kind) classify as `get` does.
-        return Err(get(h, kind).err().unwrap_or(Status::WrongHandleType));
+
+    /// Read-lock the shard of `h`, unless locked already (nothing for NULL).
+    /// Every handle passed to [`Borrows::get`] must be locked first.
+    pub(crate) fn lock(&mut self, h: u64) {
+        if h == 0 {
+            return;
+        }
+        let shard = decode(h).shard;
+        if !self.guards.iter().any(|(s, _)| *s == shard) {
+            // Recursive, as in `borrow`: a writer waiting on one shard never
+            // blocks this thread's locks on it (writers hold no other lock).
+            self.guards.push((shard, table()[shard].read_recursive()));
+        }
     }
-    let s = table()[d.shard].read_recursive();
-    RwLockReadGuard::try_map(s, |s| match s.slots.get(d.slot) {
-        Some(Slot { gen, obj: Some(o) }) if *gen == d.gen && o.kind() as u8 == d.kind => Some(o),
-        _ => None,
-    })
-    .map_err(|s| why_not(&d, s.slots.get(d.slot)))
+
+    /// The object behind `h`, which must be of `kind`, classified as [`get`]
+    /// does when it is not a live object of that kind.
+    pub(crate) fn get(&self, h: u64, kind: Kind) -> Result<&Object, Status> {
+        if h == 0 {
+            return Err(Status::NullHandle);
+        }
+        let d = decode(h);
+        if Kind::from_u8(d.kind) != Some(kind) {
+            return Err(get(h, kind).err().unwrap_or(Status::WrongHandleType));
+        }
+        let Some((_, s)) = self.guards.iter().find(|(s, _)| *s == d.shard) else {
+            // A caller bug (the handle was not locked first), not the user's.
+            return Err(Status::Internal);
+        };
+        match s.slots.get(d.slot) {
+            Some(Slot { gen, obj: Some(o) }) if *gen == d.gen && o.kind() as u8 == d.kind => Ok(o),
+            slot => Err(why_not(&d, slot)),
+        }
+    }
 }
 
 /// Free the object behind `h` (of `kind`). NULL is a no-op. The object is
@@ -288,25 +312,57 @@ mod tests {
         assert_eq!(remove(h2, Kind::Event), Status::Ok);
     }
 
-    /// A thread holding a borrowed object can borrow another of the same
-    /// shard while a writer of that shard waits (the writer then proceeds).
+    /// A thread holding borrows can lock the same shard again while a
+    /// writer of that shard waits (the writer then proceeds).
     #[test]
     fn borrows_are_recursive_under_a_waiting_writer() {
         let h1 = insert(ev()).unwrap();
         let h2 = insert(ev()).unwrap();
         assert_eq!(decode(h1).shard, decode(h2).shard, "one thread inserts into one shard");
-        let first = borrow(h1, Kind::Event).unwrap();
+        let mut first = Borrows::new();
+        first.lock(h1);
         let writer = std::thread::spawn(move || remove(h2, Kind::Event));
         // Give the writer time to queue on the shard's lock.
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!writer.is_finished(), "the writer waits for the borrow");
-        let second = borrow(h1, Kind::Event).unwrap();
-        assert!(matches!(&*second, Object::Event(_)));
+        let mut second = Borrows::new();
+        second.lock(h1);
+        assert!(matches!(second.get(h1, Kind::Event), Ok(Object::Event(_))));
         drop(second);
         drop(first);
         assert_eq!(writer.join().unwrap(), Status::Ok);
-        assert_eq!(borrow(h2, Kind::Event).err(), Some(Status::StaleHandle));
-        assert_eq!(borrow(h1, Kind::Tensor).err(), Some(Status::WrongHandleType));
+        let mut after = Borrows::new();
+        after.lock(h2);
+        assert_eq!(after.get(h2, Kind::Event).err(), Some(Status::StaleHandle));
+        drop(after);
+        assert_eq!(remove(h1, Kind::Event), Status::Ok);
+    }
+
+    /// One lock per shard serves every handle of the shard, with the same
+    /// statuses as `get`; a writer of the shard waits until it is dropped.
+    #[test]
+    fn borrows_share_a_shards_lock_and_classify_like_get() {
+        let h1 = insert(ev()).unwrap();
+        let h2 = insert(ev()).unwrap();
+        let gone = insert(ev()).unwrap();
+        assert_eq!(remove(gone, Kind::Event), Status::Ok);
+        let mut b = Borrows::new();
+        for h in [h1, h2, gone, 0] {
+            b.lock(h);
+        }
+        assert_eq!(b.guards.len(), 1, "one thread inserts into one shard");
+        assert!(matches!(b.get(h1, Kind::Event), Ok(Object::Event(_))));
+        assert!(matches!(b.get(h2, Kind::Event), Ok(Object::Event(_))));
+        assert_eq!(b.get(gone, Kind::Event).err(), Some(Status::StaleHandle));
+        assert_eq!(b.get(0, Kind::Event).err(), Some(Status::NullHandle));
+        assert_eq!(b.get(h1, Kind::Tensor).err(), Some(Status::WrongHandleType));
+        assert_eq!(b.get(0xdead_beef, Kind::Tensor).err(), Some(Status::InvalidHandle));
+        let writer = std::thread::spawn(move || remove(h2, Kind::Event));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "the writer waits for the borrows");
+        assert!(b.get(h2, Kind::Event).is_ok());
+        drop(b);
+        assert_eq!(writer.join().unwrap(), Status::Ok);
         assert_eq!(remove(h1, Kind::Event), Status::Ok);
     }
 

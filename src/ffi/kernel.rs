@@ -5,10 +5,10 @@ use std::ffi::{c_char, c_void, CStr};
 
 use smallvec::SmallVec;
 
-use super::handles::{Borrowed, Object};
-use super::ops::submit_borrowed;
+use super::handles::{Borrows, Object};
+use super::ops::{lock_runtime, submit_in};
 use super::tensor::array_arg;
-use super::{guard, make_handle, need, put, tensor_ref};
+use super::{guard, make_handle, need, put, raw, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
 use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
@@ -110,16 +110,22 @@ pub extern "C" fn ta_kernel_submit(
             return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
         };
         let acc = array_arg(accesses, naccesses, O, "accesses")?;
-        // The handles are borrowed from the table for the submission (the
-        // accesses take the only new references); the event handle is made
-        // after they are let go (see `handles::borrow`).
+        // The handles are borrowed from the table for the submission, under
+        // one read lock per shard (the accesses take the only new
+        // references); the event handle is made after they are let go (see
+        // `handles::Borrows`).
         let ev = {
-            let mut tensors: SmallVec<[(Borrowed<crate::Tensor>, Mode); 4]> = SmallVec::new();
+            let mut b = Borrows::new();
+            for a in acc {
+                b.lock(raw(a.tensor));
+            }
+            lock_runtime(&mut b, opts);
+            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
-                let t = tensor_ref(a.tensor, O, "accesses[].tensor")?;
+                let t = tensor_in(&b, a.tensor, O, "accesses[].tensor")?;
                 let m = Mode::from_u32(a.mode)
                     .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
-                tensors.push((t, m));
+                operands.push((t, m));
             }
             let name = if name.is_null() {
                 OpName::Static("kernel")
@@ -128,12 +134,8 @@ pub extern "C" fn ta_kernel_submit(
                 // contract keeps valid until the operation completes.
                 unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
             };
-            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
-            for (t, m) in &tensors {
-                operands.push((t, *m));
-            }
             let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
-            submit_borrowed(O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))?
+            submit_in(&b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))?
         };
         if let Some(ev) = ev {
             put(event_out, make_handle(Object::Event(ev), O)?);

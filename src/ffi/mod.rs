@@ -98,26 +98,23 @@ macro_rules! handle_getter {
     };
 }
 
-/// Borrow a handle's object in place (see [`handles::borrow`] for what the
-/// caller must not do while it holds the result).
-macro_rules! handle_borrower {
+macro_rules! handle_in {
     ($fn:ident, $cty:ty, $kind:ident, $rty:ty) => {
-        /// Borrow a handle of this type in place, with a status-specific error.
-        pub(crate) fn $fn(h: *const $cty, origin: &'static str, what: &str) -> Result<handles::Borrowed<$rty>, Error> {
-            match handles::borrow(raw(h), Kind::$kind) {
-                Ok(o) => handles::Borrowed::try_map(o, |o| match o {
-                    Object::$kind(x) => Some(x),
-                    _ => None,
-                })
-                .map_err(|_| arg_error(Status::Internal, origin, what)),
+        /// The object of this type behind a handle whose shard `b` has
+        /// locked (see [`handles::Borrows`] for what the caller must not do
+        /// while it holds the result).
+        pub(crate) fn $fn<'b>(b: &'b handles::Borrows, h: *const $cty, origin: &'static str, what: &str) -> Result<&'b $rty, Error> {
+            match b.get(raw(h), Kind::$kind) {
+                Ok(Object::$kind(x)) => Ok(x),
+                Ok(_) => Err(arg_error(Status::Internal, origin, what)),
                 Err(s) => Err(arg_error(s, origin, what)),
             }
         }
     };
 }
 
-handle_borrower!(tensor_ref, ta_tensor, Tensor, crate::Tensor);
-handle_borrower!(runtime_ref, ta_runtime, Runtime, crate::Runtime);
+handle_in!(tensor_in, ta_tensor, Tensor, crate::Tensor);
+handle_in!(runtime_in, ta_runtime, Runtime, crate::Runtime);
 
 handle_getter!(tensor_arg, ta_tensor, Tensor, crate::Tensor);
 handle_getter!(runtime_arg, ta_runtime, Runtime, crate::Runtime);

@@ -2,9 +2,9 @@
 
 use std::ffi::c_void;
 
-use super::handles::{Borrowed, Object};
+use super::handles::{Borrows, Object};
 use super::tensor::{array_arg, layout_arg};
-use super::{cq_arg, guard, make_handle, need, put, runtime_arg, runtime_ref, tensor_arg};
+use super::{cq_arg, guard, make_handle, need, put, runtime_arg, runtime_in, tensor_arg};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use crate::dispatch::Selector;
 use crate::dtype::Scalar;
@@ -19,7 +19,8 @@ struct SendPtr(*mut c_void);
 unsafe impl Send for SendPtr {}
 
 /// Submission options decoded from a `ta_submit`; the runtime is owned
-/// (`R = Runtime`) or borrowed from the handle table (see [`submit_borrowed`]).
+/// (`R = Runtime`) or borrowed from the handle table (`R = &Runtime`, see
+/// [`submit_in`]).
 pub(crate) struct Opts<R = Runtime> {
     runtime: Option<R>,
     cq: Option<(CompletionQueue, u64)>,
@@ -39,13 +40,11 @@ impl RuntimeRef for Runtime {
     }
 }
 
-impl RuntimeRef for Borrowed<Runtime> {
+impl RuntimeRef for &Runtime {
     fn runtime(&self) -> &Runtime {
         self
     }
 }
-
-type RuntimeLookup<R> = fn(*const super::ta_runtime, &'static str, &str) -> Result<R, Error>;
 
 impl Opts {
     pub(crate) fn decode(opts: *const ta_submit, origin: &'static str) -> Result<Opts, Error> {
@@ -54,7 +53,11 @@ impl Opts {
 }
 
 impl<R: RuntimeRef> Opts<R> {
-    fn decode_with(opts: *const ta_submit, origin: &'static str, lookup: RuntimeLookup<R>) -> Result<Opts<R>, Error> {
+    fn decode_with(
+        opts: *const ta_submit,
+        origin: &'static str,
+        lookup: impl FnOnce(*const super::ta_runtime, &'static str, &str) -> Result<R, Error>,
+    ) -> Result<Opts<R>, Error> {
         if opts.is_null() {
             return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO, transfer: false });
         }
@@ -110,18 +113,27 @@ pub(crate) fn submit_with(
     Ok(())
 }
 
-/// As [`submit_with`], with the runtime borrowed from the handle table (no
-/// reference count taken per submission), and returning the event: the
-/// caller makes its handle once it holds nothing borrowed from the table
-/// (see [`super::handles::borrow`]).
-pub(crate) fn submit_borrowed(
+/// As [`submit_with`], with the runtime looked up in `b` (which must have
+/// locked the shard of `opts.runtime`: see [`lock_runtime`]), and returning
+/// the event: the caller makes its handle once it has let `b` go (see
+/// [`super::handles::Borrows`]).
+pub(crate) fn submit_in(
+    b: &Borrows,
     origin: &'static str,
     opts: *const ta_submit,
     event: bool,
     f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
 ) -> Result<Option<Event>, Error> {
-    let mut o = Opts::decode_with(opts, origin, runtime_ref)?;
+    let mut o = Opts::decode_with(opts, origin, |h, origin, what| runtime_in(b, h, origin, what))?;
     f(o.submit(event))
+}
+
+/// Lock the shard of `opts.runtime` in `b` (for [`submit_in`]).
+pub(crate) fn lock_runtime(b: &mut Borrows, opts: *const ta_submit) {
+    if !opts.is_null() {
+        // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
+        b.lock(super::raw(unsafe { (*opts).runtime }));
+    }
 }
 
 fn scalar(s: ta_scalar) -> Scalar {
