@@ -141,6 +141,19 @@ impl EpochQueue {
                 }
             }
             self.writer = Some(task.clone());
+        } else if let (true, [e]) = (writes, &mut self.frontier[..]) {
+            if e.region.is_same(region) {
+                // A chain of writers through one view: the one entry there
+                // is has this very region, and the writer takes its place
+                // (no entry dropped and pushed, no region count taken).
+                e.task = task.clone();
+                e.writes = true;
+            } else {
+                if region.covers(&e.region) {
+                    self.frontier.clear();
+                }
+                self.push(Entry { task: task.clone(), writes, region: region.clone() });
+            }
         } else {
             if writes {
                 self.frontier.retain(|e| !region.covers(&e.region));
@@ -257,6 +270,39 @@ mod tests {
         assert!(same(&w2.finish(), &[&b]));
         assert!(!q.is_idle());
         assert!(b.finish().is_empty());
+        assert!(q.is_idle());
+    }
+
+    /// Writers through one region replace each other's entry; a writer that
+    /// covers the one entry there is replaces it too; each still waits for
+    /// the writer before it, and a reader after them for both regions.
+    #[test]
+    fn writers_through_one_region_keep_one_entry() {
+        let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Domain::Host).unwrap();
+        let mut q = EpochQueue::default();
+        let x1 = task(&t);
+        q.enroll(&x1, Mode::Update, &span(0), 1, false);
+        let x2 = task(&t);
+        q.enroll(&x2, Mode::Update, &span(0), 2, false);
+        assert_eq!(q.frontier.len(), 1);
+        let wide = Region::Span { lo: 0, hi: 1, exact: true };
+        let x3 = task(&t); // covers element 0 and 1: after x2
+        q.enroll(&x3, Mode::Write, &wide, 3, false);
+        assert_eq!(q.frontier.len(), 1);
+        let y = task(&t); // element 2: beside all of them
+        q.enroll(&y, Mode::Update, &span(2), 4, false);
+        let r = task(&t); // reads everything: after x3 and y
+        q.enroll(&r, Mode::Read, &Region::Full, 5, false);
+        assert!(x1.release_guard());
+        assert!(y.release_guard());
+        for t in [&x2, &x3, &r] {
+            assert!(!t.release_guard());
+        }
+        assert!(same(&x1.finish(), &[&x2]));
+        assert!(same(&x2.finish(), &[&x3]));
+        assert!(x3.finish().is_empty());
+        assert!(same(&y.finish(), &[&r]));
+        assert!(r.finish().is_empty());
         assert!(q.is_idle());
     }
 }

@@ -95,6 +95,18 @@ pub(crate) enum Region {
 }
 
 impl Region {
+    /// Whether the two are the same region by construction: the same index
+    /// box (accesses through one view) or equal spans. (False does not mean
+    /// they differ.)
+    pub(crate) fn is_same(&self, other: &Region) -> bool {
+        match (self, other) {
+            (Region::Box(a), Region::Box(b)) => Arc::ptr_eq(a, b),
+            (Region::Span { lo, hi, exact }, Region::Span { lo: l2, hi: h2, exact: e2 }) => lo == l2 && hi == h2 && exact == e2,
+            (Region::Full, Region::Full) | (Region::Empty, Region::Empty) => true,
+            _ => false,
+        }
+    }
+
     /// Whether the two regions (of one value) may share an element (never
     /// false when they do).
     pub(crate) fn may_overlap(&self, other: &Region) -> bool {
