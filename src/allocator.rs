@@ -28,25 +28,13 @@ unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: see the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_malloc(layout.size()).cast()
-            } else {
-                mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        by_align(layout.align(), || unsafe { mi_malloc(layout.size()) }, || unsafe { mi_malloc_aligned(layout.size(), layout.align()) })
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: see the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_zalloc(layout.size()).cast()
-            } else {
-                mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        by_align(layout.align(), || unsafe { mi_zalloc(layout.size()) }, || unsafe { mi_zalloc_aligned(layout.size(), layout.align()) })
     }
 
     #[inline]
@@ -57,14 +45,20 @@ unsafe impl GlobalAlloc for Allocator {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = ptr.cast::<c_void>();
         // SAFETY: see the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_realloc(ptr.cast::<c_void>(), new_size).cast()
-            } else {
-                mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
-            }
-        }
+        by_align(layout.align(), || unsafe { mi_realloc(p, new_size) }, || unsafe { mi_realloc_aligned(p, new_size, layout.align()) })
+    }
+}
+
+/// The block from `plain` (a function without an alignment argument) when
+/// every block mimalloc returns meets `align`, else from `aligned`.
+#[inline(always)]
+fn by_align(align: usize, plain: impl FnOnce() -> *mut c_void, aligned: impl FnOnce() -> *mut c_void) -> *mut u8 {
+    if align <= WORD {
+        plain().cast()
+    } else {
+        aligned().cast()
     }
 }
 

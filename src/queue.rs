@@ -113,10 +113,8 @@ impl EpochQueue {
                 task.depend_on(pred)
             }
         };
-        if let Some(w) = &self.writer {
-            if Region::Full.may_overlap(region) {
-                depend(w);
-            }
+        if let Some(w) = self.writer_before(region) {
+            depend(w);
         }
         if writes {
             for e in &self.frontier {
@@ -141,19 +139,13 @@ impl EpochQueue {
                 }
             }
             self.writer = Some(task.clone());
-        } else if let (true, [e]) = (writes, &mut self.frontier[..]) {
-            if e.region.is_same(region) {
-                // A chain of writers through one view: the one entry there
-                // is has this very region, and the writer takes its place
-                // (no entry dropped and pushed, no region count taken).
-                e.task = task.clone();
-                e.writes = true;
-            } else {
-                if region.covers(&e.region) {
-                    self.frontier.clear();
-                }
-                self.push(Entry { task: task.clone(), writes, region: region.clone() });
-            }
+        } else if writes && matches!(&self.frontier[..], [e] if e.region.is_same(region)) {
+            // A chain of writers through one view: the one entry there is
+            // has this very region, and the writer takes its place (no entry
+            // dropped and pushed, no region count taken).
+            let e = &mut self.frontier[0];
+            e.task = task.clone();
+            e.writes = true;
         } else {
             if writes {
                 self.frontier.retain(|e| !region.covers(&e.region));
@@ -168,10 +160,8 @@ impl EpochQueue {
     /// enrolled so far and joins as a reader, so a later writer of the region
     /// also waits for it.
     pub(crate) fn enroll_barrier(&mut self, task: &Arc<Task>, region: &Region) {
-        if let Some(w) = &self.writer {
-            if Region::Full.may_overlap(region) {
-                task.depend_on(w);
-            }
+        if let Some(w) = self.writer_before(region) {
+            task.depend_on(w);
         }
         for e in &self.frontier {
             if e.region.may_overlap(region) {
@@ -180,6 +170,12 @@ impl EpochQueue {
         }
         self.push(Entry { task: task.clone(), writes: false, region: region.clone() });
         self.seq += 1;
+    }
+
+    /// The whole-value writer an access to `region` must wait for, if any
+    /// (every access touching an element does).
+    fn writer_before(&self, region: &Region) -> Option<&Arc<Task>> {
+        self.writer.as_ref().filter(|_| Region::Full.may_overlap(region))
     }
 
     /// Whether nothing enrolled so far is still unfinished.

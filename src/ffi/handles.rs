@@ -219,8 +219,9 @@ impl Borrows {
         }
         let shard = decode(h).shard;
         if !self.guards.iter().any(|(s, _)| *s == shard) {
-            // Recursive, as in `borrow`: a writer waiting on one shard never
-            // blocks this thread's locks on it (writers hold no other lock).
+            // Recursive: a writer waiting on the shard does not block this
+            // thread's lock on it, even when this thread holds the shard in
+            // another `Borrows` (writers hold no other lock).
             self.guards.push((shard, table()[shard].read_recursive()));
         }
     }

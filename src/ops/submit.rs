@@ -6,7 +6,6 @@
 //! why submissions from many threads never form a wait cycle (two-phase
 //! locking makes the enrollment order a serialization order).
 
-
 use smallvec::SmallVec;
 
 use super::{Access, Body, Operation};
