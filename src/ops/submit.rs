@@ -214,6 +214,7 @@ fn enroll(
 ) -> Result<Option<Event>> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
     rt.inner().admit(origin)?;
+    rt.inner().prepare_push();
     let event = opts.event.then(Event::new);
     let mut accesses = SmallVec::new();
     for (t, m) in operands {

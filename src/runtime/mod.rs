@@ -90,6 +90,26 @@ pub(crate) fn poke() {
     POKES.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Where crossbeam's `Injector` keeps its tail (index and block): after the
+/// head, each padded to 128 bytes on x86_64. Not an API of crossbeam, but
+/// only a prefetch hint depends on it (a wrong offset costs speed, never
+/// correctness), and a test checks it against the locked version.
+const INJECTOR_TAIL_OFFSET: usize = 128;
+
+/// Ask for the line at `p` in exclusive state (prefetchw; nothing on other
+/// architectures).
+#[inline(always)]
+fn prefetch_for_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads and writes nothing the program
+    // can observe and never faults, whatever the address.
+    unsafe {
+        std::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
 /// the submitting thread and the workers. Only shutdown reads the sum.
@@ -173,6 +193,20 @@ impl RuntimeInner {
                 Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))
             }
         }
+    }
+
+    /// Ask for the ready queue's tail line in exclusive state, early in a
+    /// submission, so that the push at its end finds the line here. Drainers
+    /// read that line whenever they catch up with the submitter (crossbeam's
+    /// `Injector::steal` compares head and tail while they are in one block),
+    /// and a push that has to fetch it back stalls twice, on the load of the
+    /// tail and on the compare-and-swap: perf put about 20% of the
+    /// submitting thread's samples in pattern (b) there. Fetched ~100 ns
+    /// ahead, the transfer overlaps the rest of the submission (interleaved
+    /// runs of 100k independent submissions: 142-145 -> 129-132 ns each).
+    #[inline(always)]
+    pub(crate) fn prepare_push(&self) {
+        prefetch_for_write((&self.ready as *const Injector<Arc<Task>>).cast::<u8>().wrapping_add(INJECTOR_TAIL_OFFSET));
     }
 
     /// One admitted task is completely done. This must be the task's last
@@ -625,5 +659,35 @@ fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) 
     drop(s);
     if task.release_guard() {
         exec::run(task);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `prepare_push` prefetches `INJECTOR_TAIL_OFFSET` bytes into the ready
+    /// queue: that must be the tail index, which pushes move and steals do
+    /// not. (The injector's layout does not depend on its item type, which
+    /// holds here only a pointer.)
+    #[test]
+    fn the_injector_tail_is_where_prepare_push_looks() {
+        assert_eq!(std::mem::size_of::<Injector<Arc<Task>>>(), std::mem::size_of::<Injector<Box<usize>>>());
+        let q: Injector<Box<usize>> = Injector::new();
+        assert!(std::mem::size_of_val(&q) >= INJECTOR_TAIL_OFFSET + std::mem::size_of::<usize>());
+        // SAFETY: reads a word inside `q` (checked just above) while no
+        // other thread can touch it.
+        let word = |q: &Injector<Box<usize>>, at: usize| unsafe {
+            (q as *const Injector<Box<usize>>).cast::<u8>().add(at).cast::<usize>().read()
+        };
+        let (head0, tail0) = (word(&q, 0), word(&q, INJECTOR_TAIL_OFFSET));
+        q.push(Box::new(1));
+        q.push(Box::new(2));
+        let (head1, tail1) = (word(&q, 0), word(&q, INJECTOR_TAIL_OFFSET));
+        assert_eq!(head1, head0, "a push moved the word at offset 0");
+        assert!(tail1 > tail0, "two pushes left the word at the tail offset at {tail1} (was {tail0})");
+        assert_eq!(q.steal().success().map(|b| *b), Some(1));
+        assert_eq!(word(&q, INJECTOR_TAIL_OFFSET), tail1, "a steal moved the word at the tail offset");
+        assert!(word(&q, 0) > head1, "a steal did not move the head");
     }
 }
