@@ -86,6 +86,26 @@ fn tasks(c: &mut Criterion) {
         })
     });
 
+    // A step whose one task outlasts the waiter's spin (30 us of work): the
+    // wait must end when the task does, not at the waiter's next periodic
+    // check (see `RuntimeInner::wake_idle_waiters`; 200-240 us per step
+    // before waiters were woken, about 50 us since).
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("one_30us_task_then_wait_idle", |b| {
+        let x = &many[0];
+        b.iter(|| {
+            let busy = KernelFn::new(|_| {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_micros(30) {
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            });
+            ops::kernel("busy", &[(x, Mode::Update)], busy, Submit::on(&rt)).unwrap();
+            rt.wait_idle(None).unwrap();
+        })
+    });
+
     // Submission alone: everything queues behind a writer that holds the value.
     g.throughput(Throughput::Elements(BATCH as u64));
     g.bench_function("submit_behind_a_blocked_writer", |b| {

@@ -110,6 +110,27 @@ fn prefetch_for_write(p: *const u8) {
     let _ = p;
 }
 
+/// The longest a thread waiting for a runtime to be idle sleeps between two
+/// checks of its own (it is normally woken as soon as the work is done; see
+/// `RuntimeInner::wake_idle_waiters`).
+const IDLE_RECHECK: Duration = Duration::from_micros(200);
+
+/// A thread counted in `idle_waiters` while this lives.
+struct IdleWaiter<'a>(&'a RuntimeInner);
+
+impl<'a> IdleWaiter<'a> {
+    fn register(rt: &'a RuntimeInner) -> Self {
+        rt.idle_waiters.fetch_add(1, Ordering::SeqCst);
+        IdleWaiter(rt)
+    }
+}
+
+impl Drop for IdleWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.idle_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
 /// the submitting thread and the workers. Only shutdown reads the sum.
@@ -154,6 +175,10 @@ pub(crate) struct RuntimeInner {
     state: AtomicU8,
     /// Tasks submitted to this runtime and not yet completed.
     outstanding: ShardedCounter,
+    /// Threads waiting for `outstanding` to reach zero (in `wait_idle` or a
+    /// drain), which a drainer that runs out of work wakes through `idle`
+    /// (see [`RuntimeInner::wake_idle_waiters`]).
+    idle_waiters: CachePadded<AtomicUsize>,
     idle_lock: Mutex<()>,
     idle: Condvar,
 }
@@ -279,6 +304,7 @@ impl RuntimeInner {
             }
             if !idle {
                 self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                self.wake_idle_waiters();
                 idle = true;
                 idle_since = Instant::now();
                 pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
@@ -334,6 +360,38 @@ impl RuntimeInner {
         }
     }
 
+    /// Wake the threads waiting for this runtime to be idle, if it is. Called
+    /// by a drainer that found no more work after running some: the task
+    /// that completes the runtime's work is, nearly always, run by a drainer
+    /// that then finds the queue empty. (The exceptions, such as a device
+    /// task finished by the device's thread, are seen by the waiters' own
+    /// periodic checks.) The sum of the sharded count is taken only then,
+    /// and only while someone waits: one load per idle transition otherwise.
+    fn wake_idle_waiters(&self) {
+        // SeqCst, paired with `IdleWaiter::register` in `sleep_until_idle`:
+        // either this load sees the waiter, or the waiter's check (after it
+        // registered) sees this drainer's retires.
+        if self.idle_waiters.load(Ordering::SeqCst) != 0 && self.outstanding.sum() == 0 {
+            // Under the lock, so a waiter between its check and its sleep
+            // (it holds the lock there) cannot miss the notification.
+            let _g = self.idle_lock.lock();
+            self.idle.notify_all();
+        }
+    }
+
+    /// Sleep on `idle` until woken by [`Self::wake_idle_waiters`] or `slice`
+    /// passes, unless the runtime is idle already. Counted as a waiter only
+    /// here, not while spinning before: drainers take the sum of the sharded
+    /// count (32 lines) at every idle transition while someone is counted,
+    /// which would slow down the very work a spinning waiter waits for.
+    fn sleep_until_idle(&self, slice: Duration) {
+        let _waiting = IdleWaiter::register(self);
+        let mut g = self.idle_lock.lock();
+        if self.outstanding.sum() != 0 {
+            self.idle.wait_for(&mut g, slice);
+        }
+    }
+
     /// Run one queued task or one piece of rayon work; false if there was none.
     fn help_once(&self) -> bool {
         loop {
@@ -386,11 +444,9 @@ impl RuntimeInner {
         };
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
         poke();
-        let mut g = self.idle_lock.lock();
         while self.outstanding.sum() != 0 {
-            self.idle.wait_for(&mut g, Duration::from_micros(200));
+            self.sleep_until_idle(IDLE_RECHECK);
         }
-        drop(g);
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
     }
 }
@@ -424,6 +480,7 @@ impl Runtime {
                 ready: Injector::new(),
                 drainers: CachePadded::new(AtomicUsize::new(0)),
                 idle_drainers: CachePadded::new(AtomicUsize::new(0)),
+                idle_waiters: CachePadded::new(AtomicUsize::new(0)),
                 state: AtomicU8::new(RUNNING),
                 outstanding: ShardedCounter::new(),
                 idle_lock: Mutex::new(()),
@@ -482,14 +539,7 @@ impl Runtime {
             return Err(Error::new(Status::WouldDeadlock, ORIGIN, "a runtime's own task cannot wait for the runtime to be idle"));
         }
         poke();
-        let done = block_until(
-            || inner.outstanding.sum() == 0,
-            |slice| {
-                let mut g = inner.idle_lock.lock();
-                inner.idle.wait_for(&mut g, slice.min(Duration::from_micros(200)));
-            },
-            timeout,
-        );
+        let done = block_until(|| inner.outstanding.sum() == 0, |slice| inner.sleep_until_idle(slice.min(IDLE_RECHECK)), timeout);
         if done {
             Ok(())
         } else {
