@@ -51,6 +51,38 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
+/// mimalloc's `mi_option_purge_delay` (its position in `mi_option_e` of the
+/// v3 header that libmimalloc-sys 0.1.49, pinned in Cargo.toml, builds; the
+/// crate's own constants follow the v2 numbering and have no purge delay).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+extern "C" {
+    #[cfg(test)]
+    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Keep the memory the library frees for its own reuse, instead of handing
+/// it back to the OS after a second of disuse (mimalloc's default), unless
+/// the user chose a delay with `MIMALLOC_PURGE_DELAY` (milliseconds). A task
+/// runtime's memory is bursty and recurrent: 100k independent tasks hold
+/// 32 MB of task blocks until their tensors are next used, and when that
+/// memory had been handed back in between, the next burst faulted it in
+/// again page by page (C benchmark (b), full runs: rounds with 1500-2900
+/// minor faults took 188-268 ns per task, rounds without 147-153). glibc
+/// malloc, which StarPU and libgomp use, keeps such small blocks too.
+/// Called when a runtime is made (tasks need one); the option is read at
+/// every purge decision, so setting it late is fine.
+pub(crate) fn retain_freed_memory() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            // SAFETY: plain setter of a mimalloc option (thread-safe, any time).
+            unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+        }
+    });
+}
+
 /// The block from `plain` (a function without an alignment argument) when
 /// every block mimalloc returns meets `align`, else from `aligned`.
 #[inline(always)]
@@ -65,6 +97,21 @@ fn by_align(align: usize, plain: impl FnOnce() -> *mut c_void, aligned: impl FnO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The option number is mimalloc's purge delay: before
+    /// `retain_freed_memory` it holds v3's default (1000 ms; its neighbours
+    /// in the enum default to 1 and 0), after it -1.
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        // SAFETY: plain getter.
+        let before = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert!(before == 1000 || before == -1, "option {MI_OPTION_PURGE_DELAY} is {before}, not a purge delay");
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            retain_freed_memory();
+            // SAFETY: plain getter.
+            assert_eq!(unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }, -1);
+        }
+    }
 
     /// Every size and alignment comes back aligned, zeroed when asked, and
     /// keeps its contents through a reallocation (word-aligned requests take
