@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use super::handles::{Borrows, Object};
 use super::tensor::{array_arg, layout_arg};
-use super::{cq_arg, guard, make_handle, need, put, runtime_arg, runtime_in, tensor_arg};
+use super::{cq_arg, guard, make_handle, need, put, raw, runtime_arg, runtime_in, tensor_in};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use crate::dispatch::Selector;
 use crate::dtype::Scalar;
@@ -128,6 +128,38 @@ pub(crate) fn submit_in(
     f(o.submit(event))
 }
 
+/// Submit an operation on the tensors behind `tensors` (handle, argument
+/// name), looked up with `opts.runtime` under one [`Borrows`] (no reference
+/// counts taken per call), then give `event_out` the event's handle once the
+/// table's locks are let go. `f` runs with the locks held, so it must not
+/// create or free handles or run user code (operations only enroll; see
+/// [`Borrows`]).
+pub(crate) fn submit_on<const N: usize>(
+    origin: &'static str,
+    tensors: [(*const ta_tensor, &str); N],
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    f: impl FnOnce([&crate::Tensor; N], Submit<'_>) -> crate::Result<Option<Event>>,
+) -> Result<(), Error> {
+    let ev = {
+        let mut b = Borrows::new();
+        for (h, _) in &tensors {
+            b.lock(raw(*h));
+        }
+        lock_runtime(&mut b, opts);
+        let mut found: [Option<&crate::Tensor>; N] = [None; N];
+        for (slot, (h, what)) in found.iter_mut().zip(&tensors) {
+            *slot = Some(tensor_in(&b, *h, origin, what)?);
+        }
+        let ts = found.map(|t| t.expect("every operand was looked up"));
+        submit_in(&b, origin, opts, !event_out.is_null(), |s| f(ts, s))?
+    };
+    if let Some(ev) = ev {
+        put(event_out, make_handle(Object::Event(ev), origin)?);
+    }
+    Ok(())
+}
+
 /// Lock the shard of `opts.runtime` in `b` (for [`submit_in`]).
 pub(crate) fn lock_runtime(b: &mut Borrows, opts: *const ta_submit) {
     if !opts.is_null() {
@@ -152,10 +184,7 @@ pub extern "C" fn ta_fill(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_fill";
-    guard(O, error, || {
-        let t = tensor_arg(tensor, O, "tensor")?;
-        submit_with(O, opts, event_out, |s| ops::fill(&t, scalar(value), s))
-    })
+    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, scalar(value), s)))
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` fails the operation).
@@ -168,10 +197,7 @@ pub extern "C" fn ta_scale(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_scale";
-    guard(O, error, || {
-        let t = tensor_arg(x, O, "x")?;
-        submit_with(O, opts, event_out, |s| ops::scale(&t, scalar(alpha), s))
-    })
+    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, scalar(alpha), s)))
 }
 
 /// `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
@@ -186,11 +212,7 @@ pub extern "C" fn ta_axpy(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_axpy";
-    guard(O, error, || {
-        let ty = tensor_arg(y, O, "y")?;
-        let tx = tensor_arg(x, O, "x")?;
-        submit_with(O, opts, event_out, |s| ops::axpy(&ty, scalar(alpha), &tx, s))
-    })
+    guard(O, error, || submit_on(O, [(y, "y"), (x, "x")], opts, event_out, |[ty, tx], s| ops::axpy(ty, scalar(alpha), tx, s)))
 }
 
 /// `dst = src` element by element, for any strides of either. Constructs an
@@ -204,11 +226,7 @@ pub extern "C" fn ta_copy(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_copy";
-    guard(O, error, || {
-        let d = tensor_arg(dst, O, "dst")?;
-        let s = tensor_arg(src, O, "src")?;
-        submit_with(O, opts, event_out, |o| ops::copy(&d, &s, o))
-    })
+    guard(O, error, || submit_on(O, [(dst, "dst"), (src, "src")], opts, event_out, |[d, s], o| ops::copy(d, s, o)))
 }
 
 /// Copy host memory into `dst` asynchronously. `src` is the address of
@@ -232,10 +250,9 @@ pub extern "C" fn ta_copy_in(
 ) -> ta_status {
     const O: &str = "ta_copy_in";
     guard(O, error, || {
-        let d = tensor_arg(dst, O, "dst")?;
         let layout = layout_arg(rank, extents, src_strides, Order::RowMajor, O)?;
         // SAFETY: forwarded C contract: `src` stays valid until completion.
-        submit_with(O, opts, event_out, |s| unsafe { ops::copy_in(&d, src.cast(), layout, s) })
+        submit_on(O, [(dst, "dst")], opts, event_out, |[d], s| unsafe { ops::copy_in(d, src.cast(), layout, s) })
     })
 }
 
@@ -258,15 +275,16 @@ pub extern "C" fn ta_copy_out(
 ) -> ta_status {
     const O: &str = "ta_copy_out";
     guard(O, error, || {
-        let s = tensor_arg(src, O, "src")?;
-        let strides = if dst_strides.is_null() {
-            None
-        } else {
-            let rank = s.layout().map(|l| l.rank()).unwrap_or(0);
-            Some(array_arg(dst_strides, rank, O, "dst_strides")?)
-        };
         need(dst, O, "dst")?;
-        // SAFETY: forwarded C contract: `dst` stays valid until completion.
-        submit_with(O, opts, event_out, |o| unsafe { ops::copy_out(&s, dst.cast(), capacity, strides, o) })
+        submit_on(O, [(src, "src")], opts, event_out, |[s], o| {
+            let strides = if dst_strides.is_null() {
+                None
+            } else {
+                let rank = s.layout().map(|l| l.rank()).unwrap_or(0);
+                Some(array_arg(dst_strides, rank, O, "dst_strides")?)
+            };
+            // SAFETY: forwarded C contract: `dst` stays valid until completion.
+            unsafe { ops::copy_out(s, dst.cast(), capacity, strides, o) }
+        })
     })
 }
