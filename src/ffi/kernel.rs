@@ -5,10 +5,9 @@ use std::ffi::{c_char, c_void, CStr};
 
 use smallvec::SmallVec;
 
-use super::handles::{Borrows, Object};
-use super::ops::{lock_runtime, submit_in};
+use super::ops::{submit_borrowing, submit_in};
 use super::tensor::array_arg;
-use super::{guard, make_handle, need, put, raw, tensor_in};
+use super::{guard, need, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
 use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
@@ -110,19 +109,12 @@ pub extern "C" fn ta_kernel_submit(
             return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
         };
         let acc = array_arg(accesses, naccesses, O, "accesses")?;
-        // The handles are borrowed from the table for the submission, under
-        // one read lock per shard (the accesses take the only new
-        // references); the event handle is made after they are let go (see
-        // `handles::Borrows`).
-        let ev = {
-            let mut b = Borrows::new();
-            for a in acc {
-                b.lock(raw(a.tensor));
-            }
-            lock_runtime(&mut b, opts);
+        // The handles are borrowed from the table for the submission (the
+        // accesses take the only new references; see `handles::Borrows`).
+        submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
             let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
-                let t = tensor_in(&b, a.tensor, O, "accesses[].tensor")?;
+                let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
                 let m = Mode::from_u32(a.mode)
                     .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
                 operands.push((t, m));
@@ -135,12 +127,8 @@ pub extern "C" fn ta_kernel_submit(
                 unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
             };
             let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
-            submit_in(&b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))?
-        };
-        if let Some(ev) = ev {
-            put(event_out, make_handle(Object::Event(ev), O)?);
-        }
-        Ok(())
+            submit_in(b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))
+        })
     })
 }
 

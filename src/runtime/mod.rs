@@ -236,7 +236,8 @@ impl RuntimeInner {
 
     /// One admitted task is completely done. This must be the task's last
     /// use of the runtime: once the count reaches zero a draining last handle
-    /// may free it (waiters poll the count, so nothing is notified here).
+    /// may free it (so nothing is notified here: a drainer that runs out of work
+    /// wakes the waiters, see `wake_idle_waiters`).
     pub(crate) fn retire(&self) {
         self.outstanding.add(-1);
     }
