@@ -292,7 +292,13 @@ impl RuntimeInner {
         let mut since_check = 0u32;
         let mut pokes = POKES.load(Ordering::Relaxed);
         loop {
-            if !self.ready.is_empty() {
+            // A drainer that has just run a task steals again at once.
+            // `is_empty` reads the queue's tail, which the submitting thread
+            // writes on every push: asked before every steal, it moved that
+            // line between the cores once per task even while the drainer
+            // worked through a backlog (`steal` itself reads the tail only
+            // once it has caught up with the submitter's block of the queue).
+            if !idle || !self.ready.is_empty() {
                 if idle {
                     self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                     idle = false;
