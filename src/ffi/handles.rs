@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::{RwLock, RwLockReadGuard};
-use smallvec::SmallVec;
 
 use crate::error::Status;
 use crate::runtime::{CompletionQueue, Event, Runtime};
@@ -203,12 +202,20 @@ fn lookup(d: &Decoded) -> Result<Object, Status> {
 /// only, and neither creates nor frees a handle, nor runs user code,
 /// meanwhile (those may take a write lock, which would wait for this thread).
 pub(crate) struct Borrows {
-    guards: SmallVec<[(usize, RwLockReadGuard<'static, Shard>); 2]>,
+    /// The first shard locked: usually the only one (a call's handles were
+    /// usually all made by one thread), so it has a field of its own, which
+    /// costs less to search and to let go than a vector.
+    first: Option<ShardGuard>,
+    /// Any other shards locked.
+    more: Vec<ShardGuard>,
 }
+
+/// A shard's index and its read lock.
+type ShardGuard = (usize, RwLockReadGuard<'static, Shard>);
 
 impl Borrows {
     pub(crate) fn new() -> Borrows {
-        Borrows { guards: SmallVec::new() }
+        Borrows { first: None, more: Vec::new() }
     }
 
     /// Read-lock the shard of `h`, unless locked already (nothing for NULL).
@@ -218,12 +225,33 @@ impl Borrows {
             return;
         }
         let shard = decode(h).shard;
-        if !self.guards.iter().any(|(s, _)| *s == shard) {
+        if self.shard(shard).is_none() {
             // Recursive: a writer waiting on the shard does not block this
             // thread's lock on it, even when this thread holds the shard in
             // another `Borrows` (writers hold no other lock).
-            self.guards.push((shard, table()[shard].read_recursive()));
+            let g = (shard, table()[shard].read_recursive());
+            if self.first.is_none() {
+                self.first = Some(g);
+            } else {
+                self.more.push(g);
+            }
         }
+    }
+
+    /// The locked shard `shard`, if it is locked.
+    #[inline(always)]
+    fn shard(&self, shard: usize) -> Option<&Shard> {
+        match &self.first {
+            Some((s, g)) if *s == shard => Some(g),
+            Some(_) => self.more.iter().find(|(s, _)| *s == shard).map(|(_, g)| &**g),
+            None => None,
+        }
+    }
+
+    /// How many shards are locked.
+    #[cfg(test)]
+    fn locked_shards(&self) -> usize {
+        self.first.is_some() as usize + self.more.len()
     }
 
     /// The object behind `h`, which must be of `kind`, classified as [`get`]
@@ -236,7 +264,7 @@ impl Borrows {
         if Kind::from_u8(d.kind) != Some(kind) {
             return Err(get(h, kind).err().unwrap_or(Status::WrongHandleType));
         }
-        let Some((_, s)) = self.guards.iter().find(|(s, _)| *s == d.shard) else {
+        let Some(s) = self.shard(d.shard) else {
             // A caller bug (the handle was not locked first), not the user's.
             return Err(Status::Internal);
         };
@@ -351,7 +379,7 @@ mod tests {
         for h in [h1, h2, gone, 0] {
             b.lock(h);
         }
-        assert_eq!(b.guards.len(), 1, "one thread inserts into one shard");
+        assert_eq!(b.locked_shards(), 1, "one thread inserts into one shard");
         assert!(matches!(b.get(h1, Kind::Event), Ok(Object::Event(_))));
         assert!(matches!(b.get(h2, Kind::Event), Ok(Object::Event(_))));
         assert_eq!(b.get(gone, Kind::Event).err(), Some(Status::StaleHandle));
@@ -365,6 +393,56 @@ mod tests {
         drop(b);
         assert_eq!(writer.join().unwrap(), Status::Ok);
         assert_eq!(remove(h1, Kind::Event), Status::Ok);
+    }
+
+    /// A handle in another shard than `h`'s, made by another thread (each
+    /// thread inserts into its own shard; threads that happen to share
+    /// `h`'s are tried past).
+    fn in_another_shard(h: u64) -> u64 {
+        loop {
+            let other = std::thread::spawn(|| insert(ev()).unwrap()).join().unwrap();
+            if decode(other).shard != decode(h).shard {
+                return other;
+            }
+            assert_eq!(remove(other, Kind::Event), Status::Ok);
+        }
+    }
+
+    /// Handles made by two threads live in two shards: one `Borrows`
+    /// locks both (the second one apart from the first) and finds each
+    /// handle in its own, and holds a writer of either until it is dropped.
+    #[test]
+    fn borrows_lock_each_shard_once() {
+        let mine = insert(ev()).unwrap();
+        let theirs = in_another_shard(mine);
+        let mut b = Borrows::new();
+        for h in [mine, theirs, mine, theirs] {
+            b.lock(h);
+        }
+        assert_eq!(b.locked_shards(), 2);
+        assert!(matches!(b.get(mine, Kind::Event), Ok(Object::Event(_))));
+        assert!(matches!(b.get(theirs, Kind::Event), Ok(Object::Event(_))));
+        assert_eq!(b.get(theirs, Kind::Tensor).err(), Some(Status::WrongHandleType));
+        let writer = std::thread::spawn(move || remove(theirs, Kind::Event));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "the writer of the second shard waits for the borrows");
+        drop(b);
+        assert_eq!(writer.join().unwrap(), Status::Ok);
+        assert_eq!(remove(mine, Kind::Event), Status::Ok);
+    }
+
+    /// A handle of a shard that was not locked is an internal error, not a
+    /// lookup in an unlocked shard.
+    #[test]
+    fn borrows_refuse_a_handle_of_an_unlocked_shard() {
+        let mine = insert(ev()).unwrap();
+        let theirs = in_another_shard(mine);
+        let mut b = Borrows::new();
+        b.lock(mine);
+        assert_eq!(b.get(theirs, Kind::Event).err(), Some(Status::Internal));
+        drop(b);
+        assert_eq!(remove(mine, Kind::Event), Status::Ok);
+        assert_eq!(remove(theirs, Kind::Event), Status::Ok);
     }
 
     #[test]
