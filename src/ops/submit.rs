@@ -267,7 +267,9 @@ fn enroll(
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
 ) -> Result<Option<Event>> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
-    rt.inner().admit(origin)?;
+    // The task's memory first, and no locked instruction (the admission's
+    // count) until the operation is built: see `TaskMemory`.
+    let memory = Task::reserve();
     rt.inner().prepare_push();
     let event = opts.event.then(Event::new);
     let mut accesses = SmallVec::new();
@@ -282,7 +284,8 @@ fn enroll(
     };
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
     let device = op.device();
-    let task = Task::new(Some(rt.inner()), Work::op(op, completion), device);
+    rt.inner().admit(origin)?;
+    let task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards { first: None, more: Vec::new() }, slot, retired: None };

@@ -99,7 +99,7 @@ const INJECTOR_TAIL_OFFSET: usize = 128;
 /// Ask for the line at `p` in exclusive state (prefetchw; nothing on other
 /// architectures).
 #[inline(always)]
-fn prefetch_for_write(p: *const u8) {
+pub(crate) fn prefetch_for_write(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint: it reads and writes nothing the program
     // can observe and never faults, whatever the address.

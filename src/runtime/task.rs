@@ -66,6 +66,22 @@ pub(crate) struct Task {
     pending: AtomicU32,
 }
 
+/// The size of the counts an `Arc` puts before its value.
+const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
+
+/// Memory for a task, allocated before the task is built.
+///
+/// A submission's new task is usually a cold block: the allocator hands back
+/// memory that a worker last used (it ran and freed an earlier task there),
+/// and reading its free-list link, then writing the task, each wait for a
+/// line from another core or from memory. Allocated right after the
+/// handle lookups, with its other lines asked for at once, those transfers
+/// overlap the rest of the submission instead of following one another;
+/// the submission must then not execute a locked instruction (which waits
+/// for every outstanding load) before it has built the operation, which is
+/// why `submit::enroll` admits the task after that.
+pub(crate) struct TaskMemory(Arc<std::mem::MaybeUninit<Task>>);
+
 /// Where a device task's work is queued: its stream and the marker after it.
 pub(crate) type Issue = (StreamId, Marker);
 
@@ -102,17 +118,43 @@ unsafe impl Sync for Task {}
 unsafe impl Send for Task {}
 
 impl Task {
+    /// Memory for one task, taken at the start of a submission and asked
+    /// for in exclusive state (see [`TaskMemory`]).
+    #[inline(always)]
+    pub(crate) fn reserve() -> TaskMemory {
+        let block = Arc::<Task>::new_uninit();
+        // The lines after the first: the allocator has just read the block's
+        // free-list link there (asking for that line again while the read
+        // is under way made things slower: in-process A/B, 7 pairs of 8).
+        // The task follows the Arc's two counts in a block that starts a
+        // line (mimalloc's 320-byte class), so offset 64 k from the task is
+        // in line k; a different layout would only make the hint miss.
+        let task = Arc::as_ptr(&block).cast::<u8>();
+        let mut off = 64;
+        while off < ARC_COUNTS + std::mem::size_of::<Task>() {
+            super::prefetch_for_write(task.wrapping_add(off));
+            off += 64;
+        }
+        TaskMemory(block)
+    }
+
     /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
     /// `device`: the ordinal of the device it runs on, for device tasks.
     #[inline(always)]
     pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
+        Task::new_in(TaskMemory(Arc::<Task>::new_uninit()), runtime, work, device)
+    }
+
+    /// As [`Task::new`], in memory from [`Task::reserve`].
+    #[inline(always)]
+    pub(crate) fn new_in(memory: TaskMemory, runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
+        let mut task = memory.0;
         // The link first: allocating it between the moves of `work` would
         // make one more copy of it.
         let link = device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
         // whole struct built it on the stack and copied it (twice, 272 bytes
         // each, per submission).
-        let mut task = Arc::<Task>::new_uninit();
         let p = Arc::get_mut(&mut task).expect("a new Arc is unique").as_mut_ptr();
         // SAFETY: `p` points to the new, uninitialised task; every field is
         // written exactly once below before `assume_init`.
