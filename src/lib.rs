@@ -35,6 +35,7 @@ pub mod domain;
 pub mod dtype;
 pub mod error;
 pub mod ffi;
+mod first_and_rest;
 pub mod layout;
 pub mod ops;
 pub mod queue;

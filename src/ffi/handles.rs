@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::error::Status;
+use crate::first_and_rest::FirstAndRest;
 use crate::runtime::{CompletionQueue, Event, Runtime};
 use crate::value::Tensor;
 use crate::Error;
@@ -202,20 +203,14 @@ fn lookup(d: &Decoded) -> Result<Object, Status> {
 /// only, and neither creates nor frees a handle, nor runs user code,
 /// meanwhile (those may take a write lock, which would wait for this thread).
 pub(crate) struct Borrows {
-    /// The first shard locked: usually the only one (a call's handles were
-    /// usually all made by one thread), so it has a field of its own, which
-    /// costs less to search and to let go than a vector.
-    first: Option<ShardGuard>,
-    /// Any other shards locked.
-    more: Vec<ShardGuard>,
+    /// The shards locked (a call's handles were usually all made by one
+    /// thread: one shard).
+    guards: FirstAndRest<(usize, RwLockReadGuard<'static, Shard>)>,
 }
-
-/// A shard's index and its read lock.
-type ShardGuard = (usize, RwLockReadGuard<'static, Shard>);
 
 impl Borrows {
     pub(crate) fn new() -> Borrows {
-        Borrows { first: None, more: Vec::new() }
+        Borrows { guards: FirstAndRest::new() }
     }
 
     /// Read-lock the shard of `h`, unless locked already (nothing for NULL).
@@ -229,29 +224,14 @@ impl Borrows {
             // Recursive: a writer waiting on the shard does not block this
             // thread's lock on it, even when this thread holds the shard in
             // another `Borrows` (writers hold no other lock).
-            let g = (shard, table()[shard].read_recursive());
-            if self.first.is_none() {
-                self.first = Some(g);
-            } else {
-                self.more.push(g);
-            }
+            self.guards.push((shard, table()[shard].read_recursive()));
         }
     }
 
     /// The locked shard `shard`, if it is locked.
     #[inline(always)]
     fn shard(&self, shard: usize) -> Option<&Shard> {
-        match &self.first {
-            Some((s, g)) if *s == shard => Some(g),
-            Some(_) => self.more.iter().find(|(s, _)| *s == shard).map(|(_, g)| &**g),
-            None => None,
-        }
-    }
-
-    /// How many shards are locked.
-    #[cfg(test)]
-    fn locked_shards(&self) -> usize {
-        self.first.is_some() as usize + self.more.len()
+        self.guards.find(|(s, _)| *s == shard).map(|(_, g)| &**g)
     }
 
     /// The object behind `h`, which must be of `kind`, classified as [`get`]
@@ -379,7 +359,7 @@ mod tests {
         for h in [h1, h2, gone, 0] {
             b.lock(h);
         }
-        assert_eq!(b.locked_shards(), 1, "one thread inserts into one shard");
+        assert_eq!(b.guards.len(), 1, "one thread inserts into one shard");
         assert!(matches!(b.get(h1, Kind::Event), Ok(Object::Event(_))));
         assert!(matches!(b.get(h2, Kind::Event), Ok(Object::Event(_))));
         assert_eq!(b.get(gone, Kind::Event).err(), Some(Status::StaleHandle));
@@ -419,7 +399,7 @@ mod tests {
         for h in [mine, theirs, mine, theirs] {
             b.lock(h);
         }
-        assert_eq!(b.locked_shards(), 2);
+        assert_eq!(b.guards.len(), 2);
         assert!(matches!(b.get(mine, Kind::Event), Ok(Object::Event(_))));
         assert!(matches!(b.get(theirs, Kind::Event), Ok(Object::Event(_))));
         assert_eq!(b.get(theirs, Kind::Tensor).err(), Some(Status::WrongHandleType));

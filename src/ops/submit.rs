@@ -8,6 +8,8 @@
 
 use smallvec::SmallVec;
 
+use crate::first_and_rest::FirstAndRest;
+
 use super::{Access, Body, Operation};
 use crate::dispatch::Selector;
 use crate::domain::Domain;
@@ -68,48 +70,8 @@ struct Hazard<'a> {
     mode: Mode,
 }
 
-/// The locks of one submission's values, in lock order. Most submissions
-/// lock one value, which has a field of its own: a small vector costs a
-/// branch on every access and a loop to drop (callgrind, one-operand
-/// kernel submissions: about 40 instructions each).
-struct Guards<'g> {
-    first: Option<StateGuard<'g>>,
-    more: Vec<StateGuard<'g>>,
-}
-
-impl<'g> Guards<'g> {
-    fn len(&self) -> usize {
-        self.first.is_some() as usize + self.more.len()
-    }
-
-    fn push(&mut self, g: StateGuard<'g>) {
-        if self.first.is_none() {
-            self.first = Some(g);
-        } else {
-            self.more.push(g);
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, i: usize) -> &StateGuard<'g> {
-        match i {
-            0 => self.first.as_ref().expect("a submission locks at least one value"),
-            _ => &self.more[i - 1],
-        }
-    }
-
-    #[inline(always)]
-    fn get_mut(&mut self, i: usize) -> &mut StateGuard<'g> {
-        match i {
-            0 => self.first.as_mut().expect("a submission locks at least one value"),
-            _ => &mut self.more[i - 1],
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &StateGuard<'g>> {
-        self.first.iter().chain(&self.more)
-    }
-}
+/// The locks of one submission's values, in lock order (nearly always one).
+type Guards<'g> = FirstAndRest<StateGuard<'g>>;
 
 /// The values of one submission, locked; indexed by operand.
 pub(crate) struct Locked<'g> {
@@ -126,7 +88,7 @@ impl Locked<'_> {
     /// The submission-time state of operand `i`'s root value (constructing
     /// outputs goes through it; only whole values can be unconstructed).
     pub(crate) fn state(&mut self, i: usize) -> &mut ValueState {
-        self.guards.get_mut(self.slot[i])
+        self.guards.get_mut(self.slot[i]).expect("every operand's lock is taken")
     }
 
     /// Where operand `i` lives.
@@ -171,7 +133,7 @@ impl Locked<'_> {
         } else if let Some(c) = t.coalesced() {
             Some(&c.layout)
         } else {
-            self.guards.get(self.slot[i]).layout()
+            self.guards.get(self.slot[i]).expect("every operand's lock is taken").layout()
         }
     }
 }
@@ -288,7 +250,7 @@ fn enroll(
     let task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { operands, guards: Guards { first: None, more: Vec::new() }, slot, retired: None };
+    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None };
     for (h, &g) in hz.iter().zip(guard_of) {
         if g == locked.guards.len() {
             locked.guards.push(h.value.state.lock());
@@ -342,7 +304,7 @@ fn enroll(
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
-        locked.guards.get_mut(g).queue.enroll(&task, h.mode, h.region, stamp, on_device);
+        locked.guards.get_mut(g).expect("every record's lock is taken").queue.enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((Arc::as_ptr(h.value) as usize, stamp));
         }
