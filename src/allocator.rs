@@ -27,6 +27,11 @@ pub(crate) struct Allocator;
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if is_task_block(layout) {
+            if let Some(b) = crate::block_cache::take() {
+                return b;
+            }
+        }
         // SAFETY: see the impl.
         by_align(layout.align(), || unsafe { mi_malloc(layout.size()) }, || unsafe { mi_malloc_aligned(layout.size(), layout.align()) })
     }
@@ -38,7 +43,11 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if is_task_block(layout) {
+            // SAFETY: a block of that layout that nothing uses.
+            return unsafe { crate::block_cache::put(ptr) };
+        }
         // SAFETY: see the impl.
         unsafe { mi_free(ptr.cast::<c_void>()) }
     }
@@ -81,6 +90,12 @@ pub(crate) fn retain_freed_memory() {
             unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
         }
     });
+}
+
+/// Whether `layout` is a task's (see [`crate::block_cache`]).
+#[inline(always)]
+fn is_task_block(layout: Layout) -> bool {
+    layout.size() == crate::block_cache::SIZE && layout.align() == crate::block_cache::ALIGN
 }
 
 /// The block from `plain` (a function without an alignment argument) when

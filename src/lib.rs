@@ -27,6 +27,8 @@ compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit val
 
 #[cfg(feature = "mimalloc")]
 mod allocator;
+#[cfg(feature = "mimalloc")]
+mod block_cache;
 pub mod backends;
 pub mod blocks;
 pub mod device;
