@@ -9,6 +9,7 @@
 //! blocks as `mi_malloc` does: it over-allocates a larger block and aligns
 //! inside it. `mi_malloc` returns blocks aligned to at least a word, so
 //! requests for at most that alignment (nearly all of them) go there.
+//! Blocks of a task's layout are first kept in [`crate::block_cache`].
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
