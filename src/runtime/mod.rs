@@ -27,7 +27,7 @@ pub(crate) mod exec;
 pub(crate) mod task;
 
 use std::cell::RefCell;
-use std::sync::atomic::{fence, AtomicIsize, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicIsize, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -140,11 +140,47 @@ struct ShardedCounter {
 
 const COUNTER_SLOTS: usize = 32;
 
-thread_local! {
-    static SLOT: usize = {
+/// Slots no living thread holds (bit `i` for slot `i`).
+static FREE_SLOTS: AtomicU32 = AtomicU32::new(u32::MAX);
+const _: () = assert!(COUNTER_SLOTS == u32::BITS as usize, "one bit of FREE_SLOTS per slot");
+
+/// A thread's counter slot, given back when the thread exits: threads come
+/// and go with the runtimes whose workers they are, and handing out slots
+/// round robin gave, after about fifteen runtimes, a new worker the slot of
+/// the long-lived submitting thread (whose line then moved between them on
+/// every task).
+struct CounterSlot(usize);
+
+impl CounterSlot {
+    fn take() -> CounterSlot {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Ordering::Relaxed) % COUNTER_SLOTS
-    };
+        let mut free = FREE_SLOTS.load(Ordering::Relaxed);
+        while free != 0 {
+            let i = free.trailing_zeros();
+            match FREE_SLOTS.compare_exchange_weak(free, free & !(1 << i), Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return CounterSlot(i as usize),
+                Err(now) => free = now,
+            }
+        }
+        // More living threads than slots: share one (correct, only slower).
+        CounterSlot(COUNTER_SLOTS + NEXT.fetch_add(1, Ordering::Relaxed) % COUNTER_SLOTS)
+    }
+
+    fn index(&self) -> usize {
+        self.0 % COUNTER_SLOTS
+    }
+}
+
+impl Drop for CounterSlot {
+    fn drop(&mut self) {
+        if self.0 < COUNTER_SLOTS {
+            FREE_SLOTS.fetch_or(1 << self.0, Ordering::Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    static SLOT: CounterSlot = CounterSlot::take();
 }
 
 impl ShardedCounter {
@@ -152,7 +188,9 @@ impl ShardedCounter {
         ShardedCounter { slots: (0..COUNTER_SLOTS).map(|_| CachePadded::new(AtomicIsize::new(0))).collect() }
     }
     fn add(&self, d: isize) {
-        SLOT.with(|&s| self.slots[s].fetch_add(d, Ordering::SeqCst));
+        // (A thread whose slot is already gone, in its last destructors, uses the first.)
+        let i = SLOT.try_with(CounterSlot::index).unwrap_or(0);
+        self.slots[i].fetch_add(d, Ordering::SeqCst);
     }
     fn sum(&self) -> isize {
         self.slots.iter().map(|s| s.load(Ordering::SeqCst)).sum()
@@ -724,6 +762,18 @@ fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread's counter slot goes back when the thread exits: threads that
+    /// come and go one after the other never get the slot of a thread that
+    /// lives on (here, this one).
+    #[test]
+    fn exited_threads_give_their_counter_slots_back() {
+        let mine = SLOT.with(CounterSlot::index);
+        for _ in 0..3 * COUNTER_SLOTS {
+            let theirs = std::thread::spawn(|| SLOT.with(CounterSlot::index)).join().unwrap();
+            assert_ne!(theirs, mine, "a new thread got a living thread's counter slot");
+        }
+    }
 
     /// `prepare_push` prefetches `INJECTOR_TAIL_OFFSET` bytes into the ready
     /// queue: that must be the tail index, which pushes move and steals do
