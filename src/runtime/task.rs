@@ -83,12 +83,13 @@ const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 
 /// Memory for a task, allocated before the task is built.
 ///
-/// A submission's new task is usually a cold block: the allocator hands back
-/// memory that a worker last used (it ran and freed an earlier task there),
-/// and reading its free-list link, then writing the task, each wait for a
-/// line from another core or from memory. Allocated right after the
-/// handle lookups, with its other lines asked for at once, those transfers
-/// overlap the rest of the submission instead of following one another;
+/// A submission's new task is usually a cold block: memory that a worker
+/// last used (it ran and freed an earlier task there), handed back by
+/// the task block cache (`block_cache`) or by mimalloc (which first reads the block's
+/// free-list link), and writing the task waits for its lines to come from
+/// another core or from memory. Allocated right after the handle lookups,
+/// with its other lines asked for at once, those transfers overlap the rest
+/// of the submission instead of following one another;
 /// the submission must then not execute a locked instruction (which waits
 /// for every outstanding load) before it has built the operation, which is
 /// why `submit::enroll` admits the task after that.
@@ -135,9 +136,10 @@ impl Task {
     #[inline(always)]
     pub(crate) fn reserve() -> TaskMemory {
         let block = Arc::<Task>::new_uninit();
-        // The lines after the first: the allocator has just read the block's
-        // free-list link there (asking for that line again while the read
-        // is under way made things slower: in-process A/B, 7 pairs of 8).
+        // The lines after the first, which the Arc's counts have just been
+        // written to (or mimalloc has just read the block's free-list link
+        // from: asking for that line again while the read was under way made
+        // things slower, in-process A/B, 7 pairs of 8).
         // The task follows the Arc's two counts in a block that starts a
         // line (mimalloc's 320-byte class), so offset 64 k from the task is
         // in line k; a different layout would only make the hint miss.
