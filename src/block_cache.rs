@@ -31,8 +31,7 @@ const DEPOT: usize = 16;
 /// cached (`ArcInner` is two counts then the value, `repr(C)`).
 pub(crate) const SIZE: usize = {
     let align = std::mem::align_of::<crate::runtime::Task>();
-    let counts = 2 * std::mem::size_of::<usize>();
-    let start = counts.div_ceil(align) * align;
+    let start = crate::runtime::task::ARC_COUNTS.div_ceil(align) * align;
     (start + std::mem::size_of::<crate::runtime::Task>()).div_ceil(align) * align
 };
 pub(crate) const ALIGN: usize = {
@@ -207,7 +206,7 @@ mod tests {
         let arc = counts.extend(Layout::new::<crate::runtime::Task>()).unwrap().0.pad_to_align();
         assert_eq!((SIZE, ALIGN), (arc.size(), arc.align()));
         let t = crate::Tensor::zeros(crate::dtype::DType::F64, &[1], crate::layout::Order::RowMajor, crate::domain::Domain::Host).unwrap();
-        let task = || crate::runtime::exec::release(crate::runtime::Released::Value(crate::value::ValueRc::new(t.root().clone())));
+        let task = || crate::runtime::exec::idle_task(&t);
         let first = task();
         let at = Arc::as_ptr(&first) as usize;
         drop(first);

@@ -211,14 +211,8 @@ mod tests {
     use crate::dtype::DType;
     use crate::domain::Domain;
     use crate::layout::Order;
-    use crate::runtime::exec;
-    use crate::runtime::Released;
-    use crate::value::{Tensor, ValueRc};
-
-    /// A task that runs nothing (a release task holding a count of `t`).
-    fn task(t: &Tensor) -> Arc<Task> {
-        exec::release(Released::Value(ValueRc::new(t.root().clone())))
-    }
+    use crate::runtime::exec::idle_task as task;
+    use crate::value::Tensor;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }

@@ -8,10 +8,9 @@
 
 use smallvec::SmallVec;
 
-use crate::first_and_rest::FirstAndRest;
-
 use super::{Access, Body, Operation};
 use crate::dispatch::Selector;
+use crate::first_and_rest::FirstAndRest;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;

@@ -140,6 +140,13 @@ pub(crate) fn release(value: Released) -> Arc<Task> {
     Task::new(None, Work { job: Job::Release(value), completion: None }, None)
 }
 
+/// A task that runs nothing (a release task holding a count of `t`'s
+/// value), for tests of the task graph and of task memory.
+#[cfg(test)]
+pub(crate) fn idle_task(t: &crate::value::Tensor) -> Arc<Task> {
+    release(Released::Value(crate::value::ValueRc::new(t.root().clone())))
+}
+
 thread_local! {
     /// Tasks running on this thread, innermost last (a waiting task may help
     /// run others). The pointers are valid while their entries exist: each is

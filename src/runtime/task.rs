@@ -79,7 +79,7 @@ pub(crate) struct Task {
 const GUARD: u32 = 1 << 30;
 
 /// The size of the counts an `Arc` puts before its value.
-const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
+pub(crate) const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 
 /// Memory for a task, allocated before the task is built.
 ///
@@ -421,7 +421,7 @@ mod size_budgets {
     /// per line; (e): 216 bytes per live handle against a 256 target).
     #[test]
     fn hot_structures_stay_within_their_size_budgets() {
-        let counts = 2 * size_of::<usize>();
+        let counts = super::ARC_COUNTS;
         assert_eq!(size_of::<crate::value::Value>() + counts, 64, "a value and its counts are one cache line");
         assert!(size_of::<super::Task>() + counts <= 320, "a task is {} bytes, over its 320-byte size class", size_of::<super::Task>());
         assert!(size_of::<Option<crate::ffi::handles::Object>>() <= 24, "a handle's object is {} bytes", size_of::<Option<crate::ffi::handles::Object>>());
@@ -432,18 +432,11 @@ mod size_budgets {
 mod guard {
     use std::sync::{Arc, Barrier};
 
-    use super::Task;
     use crate::dtype::DType;
     use crate::domain::Domain;
     use crate::layout::Order;
-    use crate::runtime::exec;
-    use crate::runtime::Released;
-    use crate::value::{Tensor, ValueRc};
-
-    /// A task that runs nothing.
-    fn task(t: &Tensor) -> Arc<Task> {
-        exec::release(Released::Value(ValueRc::new(t.root().clone())))
-    }
+    use crate::runtime::exec::idle_task as task;
+    use crate::value::Tensor;
 
     fn scalar() -> Tensor {
         Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
