@@ -34,6 +34,11 @@
 #define TA_SUBMIT_TRANSFER 1
 
 /**
+ * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+ */
+#define TA_WRAP_READ_ONLY 1
+
+/**
  * Major version of the library.
  */
 #define TA_VERSION_MAJOR 0
@@ -248,14 +253,50 @@ typedef uint32_t ta_side;
 typedef uint32_t ta_diag;
 
 /**
- * What `ta_runtime_shutdown` does with work that has not started.
- */
-typedef uint32_t ta_shutdown;
-
-/**
  * Called exactly once, after the last access, to give wrapped memory back.
  */
 typedef void (*ta_release_fn)(void *userdata, void *data);
+
+/**
+ * Options for `ta_tensor_wrap_ex`. Set `struct_size` to
+ * `sizeof(ta_wrap_options)` and zero-initialise the fields you do not set.
+ */
+typedef struct ta_wrap_options {
+  /**
+   * `sizeof(ta_wrap_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `TA_WRAP_READ_ONLY`, or 0.
+   */
+  uint32_t flags;
+  /**
+   * Called as `release(release_userdata, data)` exactly once after the
+   * last access, on whichever thread lets the memory go (a worker, or the
+   * thread that frees the last handle); may be NULL.
+   */
+  ta_release_fn release;
+  /**
+   * Passed to `release`.
+   */
+  void *release_userdata;
+  /**
+   * If not NULL, the release is also reported as the completion entry
+   * `{release_tag, TA_STATUS_OK, NULL}` on this queue (with `release`
+   * NULL, no code of the caller's runs on a library thread for it). The
+   * queue is kept alive until then.
+   */
+  const struct ta_cq *release_cq;
+  /**
+   * Tag of that completion entry.
+   */
+  uint64_t release_tag;
+} ta_wrap_options;
+
+/**
+ * What `ta_runtime_shutdown` does with work that has not started.
+ */
+typedef uint32_t ta_shutdown;
 
 /**
  * One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
@@ -1294,6 +1335,24 @@ ta_status ta_token_views(const struct ta_token *token,
  * then: this returns `TA_STATUS_ALREADY_FINISHED` and frees the handle.
  */
 ta_status ta_token_finish(struct ta_token *token, ta_status status, const char *message);
+
+/**
+ * As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with
+ * `TA_WRAP_READ_ONLY`), with the release reported as `options` says.
+ * `options` may be NULL: writable, no release notification. An
+ * `options->struct_size` smaller than this version's struct, or unknown
+ * flags, give `TA_STATUS_INVALID_ARGUMENT`. If this call fails, nothing is
+ * called or queued and the memory stays the caller's.
+ */
+ta_status ta_tensor_wrap_ex(ta_dtype dtype,
+                            size_t rank,
+                            const size_t *extents,
+                            const ptrdiff_t *strides,
+                            ta_order order,
+                            void *data,
+                            const struct ta_wrap_options *options,
+                            struct ta_tensor **tensor_out,
+                            struct ta_error **error);
 
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).

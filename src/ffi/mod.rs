@@ -25,7 +25,7 @@ mod ops;
 mod ready;
 mod mapping;
 mod token;
-
+mod wrap;
 mod runtime;
 mod tensor;
 pub mod version;
