@@ -271,6 +271,15 @@ pub(crate) fn select(
         }
     }
     if set == 0 {
+        // No backend of the domain is allowed at all (a mask of only device
+        // backends for host operands): nothing could run it.
+        if !registry(domain).iter().any(|b| selector.allows(b.kind())) {
+            return Err(Error::new(
+                Status::NoBackend,
+                origin,
+                format!("the submission's backend mask {:#x} allows no backend that runs on {domain}", selector.mask),
+            ));
+        }
         return Err(Error::new(
             Status::Unsupported,
             origin,
