@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 use crate::backends;
 use crate::device::{Device, StreamId};
 use crate::domain::Domain;
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{DType, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::Layout;
 use crate::ops::ResolvedView;
@@ -192,8 +192,8 @@ pub(crate) struct ContractArgs {
 /// permute and conj `[dst, src]`, reductions `[out, x, (y)]`, potrf `[a]`,
 /// trsm `[b, a]`, syrk `[c, a]`.
 pub(crate) enum NativeOp {
-    Fill(Scalar),
-    Scale(Scalar),
+    Fill(Imm),
+    Scale(Imm),
     Axpy(Scalar),
     Copy,
     CopyIn(Box<HostBuffer>),
