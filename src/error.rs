@@ -41,7 +41,9 @@ pub enum Status {
     DomainMismatch = 23,
     /// The output is read-only.
     ReadOnly = 24,
-    /// The output shares the epoch queue of an input.
+    /// An output may overlap another operand of the same operation (the same
+    /// tensor, or views of one tensor whose elements may overlap; disjoint
+    /// views of one tensor are accepted).
     Alias = 25,
     /// The tensor has no value yet.
     Unconstructed = 26,
@@ -172,7 +174,7 @@ impl Status {
             Status::ShapeMismatch => "operand shapes do not fit the operation",
             Status::DomainMismatch => "operands live in different domains",
             Status::ReadOnly => "the output is read-only",
-            Status::Alias => "the output shares the epoch queue of an input",
+            Status::Alias => "an output may overlap another operand of the same operation",
             Status::Unconstructed => "the tensor is unconstructed (it has no value yet)",
             Status::ShapeUnknown => "the tensor's shape is not known at submission",
             Status::Unsupported => "the operation is not supported for these operands",

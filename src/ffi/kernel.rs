@@ -83,7 +83,8 @@ fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mu
 
 /// Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
 /// accesses are granted, with one resolved view per entry of `accesses`, in
-/// order. `name` (may be NULL) names the operation in error objects; it is not
+/// order (any number of them; disjoint views of one tensor may be declared
+/// together). `name` (may be NULL) names the operation in error objects; it is not
 /// copied, so it must stay valid until the operation completes (a string
 /// literal always does). A return
 /// value other than `TA_STATUS_OK` fails the operation and poisons every

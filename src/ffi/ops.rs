@@ -191,9 +191,15 @@ fn scalar(s: ta_scalar) -> Scalar {
     Scalar::complex(s.re, s.im)
 }
 
-/// Set every element of `tensor` to `value` (an overwrite: a poisoned tensor
-/// becomes clean). `opts` may be NULL; `event_out` (may be NULL) receives an
-/// event for the operation.
+/// Set every element of `tensor` to `value` (an overwrite: the elements it
+/// writes become clean). `value` must be representable in the dtype: real
+/// dtypes need `im == 0`, integer dtypes an integral `re` the dtype holds
+/// (every such double is exact; for 64-bit values no double names use
+/// `ta_fill_i64`/`ta_fill_u64`), otherwise `TA_STATUS_INVALID_ARGUMENT`.
+/// `opts` may be NULL; `event_out` (may be NULL) receives an event for the
+/// operation. A submission that returns an error fires no callback, queues
+/// no completion entry and returns no event (this holds for every
+/// operation).
 #[no_mangle]
 pub extern "C" fn ta_fill(
     tensor: *const ta_tensor,
@@ -207,6 +213,8 @@ pub extern "C" fn ta_fill(
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` fails the operation).
+/// `alpha` is checked as `ta_fill` checks its value. Integer arithmetic
+/// wraps (two's complement), in this and every other operation.
 #[no_mangle]
 pub extern "C" fn ta_scale(
     x: *const ta_tensor,
@@ -291,7 +299,10 @@ pub extern "C" fn ta_axpy(
 }
 
 /// `dst = src` element by element, for any strides of either. Constructs an
-/// unconstructed `dst` (dense row-major) and clears a poison on `dst`.
+/// unconstructed `dst` (dense row-major); a constructed `dst` must have
+/// `src`'s extents (`TA_STATUS_SHAPE_MISMATCH`). Cleans the poison of what it
+/// writes. Moves data across domains (host and CUDA devices, either way)
+/// without `TA_SUBMIT_TRANSFER`.
 #[no_mangle]
 pub extern "C" fn ta_copy(
     dst: *const ta_tensor,
