@@ -114,7 +114,8 @@ pub(crate) fn c_origin(e: &crate::Error) -> std::borrow::Cow<'_, str> {
     if e.origin_is_library() && o == "kernel" {
         // A user kernel submitted without a name.
         std::borrow::Cow::Borrowed("ta_kernel_submit")
-    } else if e.origin_is_library() && !o.starts_with("ta_") && !o.is_empty() {
+    } else if e.origin_is_library() && !o.starts_with("ta_") && !o.is_empty() && o != "cuda" {
+        // ("cuda": a CUDA driver failure, which no one C function starts.)
         std::borrow::Cow::Owned(format!("ta_{o}"))
     } else {
         std::borrow::Cow::Borrowed(o)
