@@ -11,7 +11,29 @@ cd "$(dirname "$0")/.."
 
 CBINDGEN_VERSION=0.29.4
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each `step` call starts a step and ends the one before it; the duration of
+# every step is printed when it ends, and all of them again in a summary at
+# exit (also when a step fails).
+STEP_NAME="" STEP_START=0 STEP_TIMES=""
+step_end() {
+  [ -n "$STEP_NAME" ] || return 0
+  local secs=$((SECONDS - STEP_START))
+  printf '<== %s: %d min %02d s\n' "$STEP_NAME" $((secs / 60)) $((secs % 60))
+  STEP_TIMES+=$(printf '%6d s  %s' "$secs" "$STEP_NAME")$'\n'
+  STEP_NAME=""
+}
+step() {
+  step_end
+  printf '\n==> %s\n' "$*"
+  STEP_NAME="$*" STEP_START=$SECONDS
+}
+step_summary() {
+  local rc=$?
+  step_end
+  printf '\nstep durations (total %d s):\n%s' "$SECONDS" "$STEP_TIMES"
+  exit $rc
+}
+trap step_summary EXIT
 
 missing=()
 for tool in valgrind:valgrind pkg-config:pkg-config g++:g++ make:make; do
