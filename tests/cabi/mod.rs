@@ -22,6 +22,19 @@ extern "C" {
     pub fn ta_error_free(error: *mut ta_error) -> ta_status;
 
     pub fn ta_runtime_new(threads: usize, runtime_out: *mut *mut ta_runtime, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_runtime_default(runtime_out: *mut *mut ta_runtime) -> ta_status;
+    pub fn ta_last_error(error_out: *mut *mut ta_error) -> ta_status;
+    pub fn ta_kernel_set_error(ctx: *mut ta_kernel_ctx, message: *const c_char) -> ta_status;
+    pub fn ta_norm2(out: *const ta_tensor, x: *const ta_tensor, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_conj(dst: *const ta_tensor, src: *const ta_tensor, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_tensor_reshape(
+        tensor: *const ta_tensor,
+        rank: usize,
+        extents: *const usize,
+        order: ta_order,
+        view_out: *mut *mut ta_tensor,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutdown, error: *mut *mut ta_error) -> ta_status;
     pub fn ta_runtime_wait_idle(runtime: *const ta_runtime, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status;
     pub fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status;
