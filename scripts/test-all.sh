@@ -67,6 +67,13 @@ make -C examples-c check
 step "install and pkg-config"
 make -C examples-c install-check
 
+# Hardening (scripts/test-hardening.sh): soak, allocation failpoints, the C
+# ABI fuzzer and the loom models.
+step "hardening: soak (10^5 operations per round)"; scripts/test-hardening.sh soak
+step "hardening: allocation failpoints"; scripts/test-hardening.sh failpoints
+step "hardening: C ABI fuzzer (120 s, AddressSanitizer)"; scripts/test-hardening.sh fuzz
+step "hardening: loom models"; scripts/test-hardening.sh loom
+
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
   RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" TA_DIFF_PROGRAMS=300 \

@@ -544,12 +544,16 @@ fn misuse_thread(p: &Pools, bufs: &mut Buffers, b: &mut Bytes<'_>) {
                     Some(ta_kernel_submit(k, b.u8() as usize as *mut c_void, c"fuzzed".as_ptr(), acc.as_ptr(), n, &o, ev_out, err_out))
                 }
                 21 => {
+                    // No callback: cloning a view schedules nothing, so a
+                    // callback would have nothing to report.
+                    o.callback = None;
                     let mut copy = std::ptr::null_mut();
                     let st = ta_tensor_clone(tensor_arg(p, b), &o, &mut copy, ev_out, err_out);
                     if st == TA_STATUS_OK {
                         p.put(&p.tensors, b.below(POOL), copy as u64, free_tensor);
                     }
-                    Some(st)
+                    keep_event(p, b, st, ev);
+                    None
                 }
                 22 => {
                     let timeout = [0i64, 1_000_000, -1][b.below(3)];
@@ -658,7 +662,6 @@ fn misuse_thread(p: &Pools, bufs: &mut Buffers, b: &mut Bytes<'_>) {
         if !err.is_null() {
             free_error(err);
         }
-        o.callback = None;
     }
 }
 
