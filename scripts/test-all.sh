@@ -11,7 +11,29 @@ cd "$(dirname "$0")/.."
 
 CBINDGEN_VERSION=0.29.4
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each `step` call starts a step and ends the one before it; the duration of
+# every step is printed when it ends, and all of them again in a summary at
+# exit (also when a step fails).
+STEP_NAME="" STEP_START=0 STEP_TIMES=""
+step_end() {
+  [ -n "$STEP_NAME" ] || return 0
+  local secs=$((SECONDS - STEP_START))
+  printf '<== %s: %d min %02d s\n' "$STEP_NAME" $((secs / 60)) $((secs % 60))
+  STEP_TIMES+=$(printf '%6d s  %s' "$secs" "$STEP_NAME")$'\n'
+  STEP_NAME=""
+}
+step() {
+  step_end
+  printf '\n==> %s\n' "$*"
+  STEP_NAME="$*" STEP_START=$SECONDS
+}
+step_summary() {
+  local rc=$?
+  step_end
+  printf '\nstep durations (total %d s):\n%s' "$SECONDS" "$STEP_TIMES"
+  exit $rc
+}
+trap step_summary EXIT
 
 missing=()
 for tool in valgrind:valgrind pkg-config:pkg-config g++:g++ make:make; do
@@ -47,6 +69,13 @@ make -C examples-c check
 
 step "install and pkg-config"
 make -C examples-c install-check
+
+# Hardening (scripts/test-hardening.sh): soak, allocation failpoints, the C
+# ABI fuzzer and the loom models.
+step "hardening: soak (10^5 operations per round)"; scripts/test-hardening.sh soak
+step "hardening: allocation failpoints"; scripts/test-hardening.sh failpoints
+step "hardening: C ABI fuzzer (120 s, AddressSanitizer)"; scripts/test-hardening.sh fuzz
+step "hardening: loom models"; scripts/test-hardening.sh loom
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"

@@ -36,6 +36,7 @@ pub mod dispatch;
 pub mod domain;
 pub mod dtype;
 pub mod error;
+pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
 pub mod layout;

@@ -13,6 +13,7 @@ use smallvec::SmallVec;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
+use crate::failpoint::{self, Site};
 use crate::layout::{Layout, Order};
 use crate::region::{IndexBox, Prog, Region};
 use crate::value::{Contents, ValueRc};
@@ -106,6 +107,15 @@ pub(crate) struct Geometry<'a> {
     pub(crate) data: *mut u8,
     pub(crate) layout: &'a Layout,
     pub(crate) conj: bool,
+}
+
+/// A new view whose region may have been allocated (an index box): fails
+/// as that allocation would when a test arms [`Site::Region`].
+fn region_allocated(v: View, origin: &'static str) -> Result<View> {
+    if matches!(v.region, Region::Box(_)) && failpoint::hit(Site::Region) {
+        return Err(failpoint::out_of_memory(Site::Region, origin));
+    }
+    Ok(v)
 }
 
 impl View {
@@ -241,7 +251,7 @@ impl View {
                 })
                 .collect()
         });
-        Ok(self.derived(Layout { offset, extents, strides }, map))
+        region_allocated(self.derived(Layout { offset, extents, strides }, map), O)
     }
 
     /// Axes reordered: view axis `j` is this view's axis `perm[j]`.
@@ -276,7 +286,7 @@ impl View {
                 })
                 .collect()
         });
-        Ok(self.derived(layout, map))
+        region_allocated(self.derived(layout, map), O)
     }
 
     /// The conjugate: lazy for complex dtypes, the identity for real ones.

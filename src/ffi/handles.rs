@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::error::Status;
+use crate::failpoint::{self, Site};
 use crate::first_and_rest::FirstAndRest;
 use crate::runtime::{CompletionQueue, Event, Runtime};
 use crate::value::Tensor;
@@ -148,6 +149,9 @@ fn encode(kind: Kind, gen: u32, shard: usize, slot: usize) -> Option<u64> {
 
 /// Store `obj` and return its handle (`None` only if the table is full).
 pub(crate) fn insert(obj: Object) -> Option<u64> {
+    if failpoint::hit(Site::Handle) {
+        return None;
+    }
     let kind = obj.kind();
     let shard = HOME.with(|h| h.get());
     let mut s = table()[shard].write();
@@ -165,6 +169,61 @@ pub(crate) fn insert(obj: Object) -> Option<u64> {
     s.slots[slot].obj = Some(obj);
     LIVE.fetch_add(1, Ordering::Relaxed);
     Some(h)
+}
+
+/// A slot taken for a handle whose object comes later (see [`reserve`]);
+/// dropped unfilled, the slot goes back to the table.
+pub(crate) struct Reserved {
+    shard: usize,
+    slot: usize,
+}
+
+/// Take a slot for a handle before its object exists, so that making the
+/// handle later cannot fail: a submission takes its event's slot before it
+/// enrolls the operation (a handle that could not be made after enrolling
+/// would report a failure for an operation that runs). `None` only if the
+/// table is full. Takes the calling thread's shard's write lock, so never
+/// while this thread holds [`Borrows`].
+pub(crate) fn reserve() -> Option<Reserved> {
+    if failpoint::hit(Site::Handle) {
+        return None;
+    }
+    let shard = HOME.with(|h| h.get());
+    let mut s = table()[shard].write();
+    let slot = match s.free.pop() {
+        Some(i) => i as usize,
+        None => {
+            s.slots.push(Slot { gen: 1, obj: None });
+            s.slots.len() - 1
+        }
+    };
+    // Every kind encodes alike: checking one checks them all.
+    if encode(Kind::Event, s.slots[slot].gen, shard, slot).is_none() {
+        s.free.push(slot as u32);
+        return None;
+    }
+    // While reserved the slot is empty and on no free list: lookups of any
+    // handle to it fail as for a freed one, and no other insert takes it.
+    Some(Reserved { shard, slot })
+}
+
+impl Reserved {
+    /// Store `obj` in the reserved slot and return its handle.
+    pub(crate) fn fill(self, obj: Object) -> u64 {
+        let me = std::mem::ManuallyDrop::new(self);
+        let mut s = table()[me.shard].write();
+        let gen = s.slots[me.slot].gen;
+        let h = encode(obj.kind(), gen, me.shard, me.slot).expect("checked when reserved");
+        s.slots[me.slot].obj = Some(obj);
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        h
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        table()[self.shard].write().free.push(self.slot as u32);
+    }
 }
 
 /// Classify a handle that does not name a live object.
@@ -470,6 +529,31 @@ mod tests {
         drop(b);
         assert_eq!(remove(mine, Kind::Event), Status::Ok);
         assert_eq!(remove(theirs, Kind::Event), Status::Ok);
+    }
+
+    /// A reserved slot is nobody's until it is filled: a handle to it is
+    /// not live, other inserts do not take it, and dropping it unfilled
+    /// gives it back (the live count only counts filled slots).
+    #[test]
+    fn reserved_slots_are_filled_once_or_given_back() {
+        let before = live();
+        let r = reserve().unwrap();
+        let (shard, slot) = (r.shard, r.slot);
+        let other = insert(ev()).unwrap();
+        assert_ne!((decode(other).shard, decode(other).slot), (shard, slot), "an insert took a reserved slot");
+        let h = encode(Kind::Event, table()[shard].read().slots[slot].gen, shard, slot).unwrap();
+        assert_eq!(get(h, Kind::Event).err(), Some(Status::InvalidHandle));
+        assert_eq!(remove(h, Kind::Event), Status::InvalidHandle);
+        let filled = r.fill(ev());
+        assert_eq!(filled, h);
+        assert!(get(h, Kind::Event).is_ok());
+        assert_eq!(remove(h, Kind::Event), Status::Ok);
+        let dropped = reserve().unwrap();
+        let (shard, slot) = (dropped.shard, dropped.slot);
+        drop(dropped);
+        assert!(table()[shard].read().free.contains(&(slot as u32)), "an unfilled reservation's slot is free again");
+        assert_eq!(remove(other, Kind::Event), Status::Ok);
+        assert_eq!(live(), before);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 
 use std::ffi::c_void;
 
-use super::handles::{Borrows, Object};
+use super::handles::{self, Borrows, Object};
 use super::tensor::{array_arg, layout_arg};
-use super::{cq_arg, guard, make_handle, need, put, raw, runtime_arg, runtime_in, tensor_in};
+use super::{cq_arg, guard, need, put, raw, runtime_arg, runtime_in, tensor_in};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use crate::dispatch::Selector;
 use crate::dtype::{Imm, Scalar};
@@ -106,16 +106,28 @@ pub(crate) fn submit_with(
     f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
 ) -> Result<(), Error> {
     let mut o = Opts::decode(opts, origin)?;
+    let slot = event_slot(event_out, origin)?;
     let ev = f(o.submit(!event_out.is_null()))?;
-    put_event(event_out, ev, origin)
+    put_event(event_out, ev, slot);
+    Ok(())
 }
 
-/// Give `event_out` a handle for the submission's event, if it made one.
-fn put_event(event_out: *mut *mut ta_event, ev: Option<Event>, origin: &'static str) -> Result<(), Error> {
-    if let Some(ev) = ev {
-        put(event_out, make_handle(Object::Event(ev), origin)?);
+/// The handle slot for the event of a submission that asks for one, taken
+/// before the operation is enrolled: once it is, the submission cannot
+/// fail (see [`handles::reserve`]).
+fn event_slot(event_out: *mut *mut ta_event, origin: &'static str) -> Result<Option<handles::Reserved>, Error> {
+    if event_out.is_null() {
+        return Ok(None);
     }
-    Ok(())
+    handles::reserve().map(Some).ok_or_else(|| Error::new(Status::OutOfMemory, origin, "the handle table is full"))
+}
+
+/// Give `event_out` a handle for the submission's event, if it made one,
+/// in the slot taken for it (an unused slot goes back to the table).
+fn put_event(event_out: *mut *mut ta_event, ev: Option<Event>, slot: Option<handles::Reserved>) {
+    if let (Some(ev), Some(slot)) = (ev, slot) {
+        put(event_out, super::types::handle(slot.fill(Object::Event(ev))));
+    }
 }
 
 /// As [`submit_with`], with the runtime looked up in `b` (which must have
@@ -149,6 +161,9 @@ pub(crate) fn submit_borrowing(
     event_out: *mut *mut ta_event,
     body: impl FnOnce(&Borrows) -> Result<Option<Event>, Error>,
 ) -> Result<(), Error> {
+    // Before the shards are read-locked: taking the slot write-locks this
+    // thread's shard.
+    let slot = event_slot(event_out, origin)?;
     let ev = {
         let mut b = Borrows::new();
         for h in tensors {
@@ -157,7 +172,8 @@ pub(crate) fn submit_borrowing(
         lock_runtime(&mut b, opts);
         body(&b)?
     };
-    put_event(event_out, ev, origin)
+    put_event(event_out, ev, slot);
+    Ok(())
 }
 
 /// [`submit_borrowing`] for a fixed list of tensors (handle, argument name),

@@ -13,6 +13,7 @@ use crate::dispatch::Selector;
 use crate::first_and_rest::FirstAndRest;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
+use crate::failpoint::{self, Site};
 use crate::queue::Mode;
 use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
@@ -246,6 +247,14 @@ fn enroll(
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
 ) -> Result<Option<Event>> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
+    // Allocation failures (test builds only: see `failpoint`) come before
+    // anything is admitted or enrolled.
+    if failpoint::hit(Site::Task) {
+        return Err(failpoint::out_of_memory(Site::Task, origin));
+    }
+    if opts.event && failpoint::hit(Site::Event) {
+        return Err(failpoint::out_of_memory(Site::Event, origin));
+    }
     // The task's memory first, and no locked instruction (the admission's
     // count) until the operation is built: see `TaskMemory`.
     let memory = Task::reserve();
