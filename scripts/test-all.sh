@@ -42,6 +42,9 @@ cargo bench --no-run
 step "C tests, normally and under valgrind"
 make -C examples-c check
 
+step "observability: trace content and the Gantt script"
+scripts/test-observe.sh
+
 step "install and pkg-config"
 make -C examples-c install-check
 

@@ -316,6 +316,9 @@ fn enroll(
         }
     }
     drop(locked);
+    if let Some(t) = task.trace() {
+        t.enrolled();
+    }
 
     if let Some(e) = &event {
         e.bind(&task);

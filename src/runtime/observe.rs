@@ -81,6 +81,9 @@ pub struct Record {
     /// Worker index + 1 (0: a thread that is not one of the runtime's workers).
     pub worker: u32,
     pub submit_ns: u64,
+    /// When every access was enrolled (a predecessor that finished later
+    /// has an edge; one that finished before may not).
+    pub enrolled_ns: u64,
     pub start_ns: u64,
     /// When its accesses were released (successors may start from then).
     pub finish_ns: u64,
@@ -101,6 +104,7 @@ pub(crate) struct TaskTrace {
     id: u64,
     name: Arc<str>,
     submit_ns: u64,
+    enrolled_ns: AtomicU64,
     /// The tensor whose queue the task is being enrolled on.
     current: AtomicU32,
     enrolled: Mutex<Enrolled>,
@@ -203,6 +207,7 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
         id,
         name: Arc::from(op.name.to_origin().as_ref()),
         submit_ns: obs.now(),
+        enrolled_ns: AtomicU64::new(0),
         current: AtomicU32::new(u32::MAX),
         enrolled: Mutex::new(Enrolled::default()),
         start_ns: AtomicU64::new(0),
@@ -232,6 +237,11 @@ impl TaskTrace {
         let p = pred.trace().filter(|p| Arc::ptr_eq(&p.obs, &self.obs)).map_or(0, |p| p.id);
         let t = self.current.load(Ordering::Relaxed);
         self.enrolled.lock().preds.push((p, t));
+    }
+
+    /// Every access of the task is enrolled (its edges are all known).
+    pub(crate) fn enrolled(&self) {
+        self.enrolled_ns.store(self.obs.now(), Ordering::Relaxed);
     }
 
     pub(crate) fn started(&self) {
@@ -276,6 +286,7 @@ impl TaskTrace {
                 name: self.name.clone(),
                 worker: self.worker.load(Ordering::Relaxed),
                 submit_ns: self.submit_ns,
+                enrolled_ns: self.enrolled_ns.load(Ordering::Relaxed),
                 start_ns: if start == 0 { finish } else { start },
                 finish_ns: finish,
                 end_ns: end,
@@ -403,7 +414,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             _ => r.end_ns,
         };
         ev.push(format!(
-            r#"{{"name":"{name}","cat":"task","ph":"X","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"id":{id},"outcome":"{outcome}","status":"{status}","message":"{msg}","submit_us":{sub},"ready_us":{ready},"start_us":{ts},"finish_us":{fin},"end_us":{end},"accesses":[{acc}],"preds":[{preds}]}}}}"#,
+            r#"{{"name":"{name}","cat":"task","ph":"X","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"id":{id},"outcome":"{outcome}","status":"{status}","message":"{msg}","submit_us":{sub},"enrolled_us":{enr},"ready_us":{ready},"start_us":{ts},"finish_us":{fin},"end_us":{end},"accesses":[{acc}],"preds":[{preds}]}}}}"#,
             name = esc(&r.name),
             tid = r.worker,
             ts = us(r.start_ns),
@@ -411,6 +422,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             id = r.id,
             msg = esc(&r.message),
             sub = us(r.submit_ns),
+            enr = us(r.enrolled_ns),
             ready = us(ready),
             fin = us(r.finish_ns),
             end = us(r.end_ns),
