@@ -45,6 +45,36 @@
 #define TA_DUMP_DOT 1
 
 /**
+ * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+ */
+#define TA_WRAP_READ_ONLY 1
+
+/**
+ * `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
+ */
+#define TA_DL_FLAG_READ_ONLY 1
+
+/**
+ * `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
+ */
+#define TA_DL_FLAG_IS_COPIED 2
+
+/**
+ * `kDLCPU`.
+ */
+#define TA_DL_DEVICE_CPU 1
+
+/**
+ * The DLPack version of exported tensors (`DLPACK_MAJOR_VERSION`).
+ */
+#define TA_DL_MAJOR_VERSION 1
+
+/**
+ * The DLPack minor version of exported tensors.
+ */
+#define TA_DL_MINOR_VERSION 0
+
+/**
  * Major version of the library.
  */
 #define TA_VERSION_MAJOR 0
@@ -90,6 +120,12 @@ typedef struct ta_event ta_event;
 typedef struct ta_kernel_ctx ta_kernel_ctx;
 
 /**
+ * A host access to a tensor (see `ta_tensor_acquire`): while it lives it
+ * holds one read, write or update access on the tensor's epoch queue.
+ */
+typedef struct ta_mapping ta_mapping;
+
+/**
  * A runtime: a pool of worker threads.
  */
 typedef struct ta_runtime ta_runtime;
@@ -98,6 +134,12 @@ typedef struct ta_runtime ta_runtime;
  * A tensor handle (a value, or later a view of one).
  */
 typedef struct ta_tensor ta_tensor;
+
+/**
+ * One unfinished deferred or external operation (see `ta_kernel_defer` and
+ * `ta_external_submit`), finished with `ta_token_finish`.
+ */
+typedef struct ta_token ta_token;
 
 /**
  * Status code returned by every fallible function. Values are stable and never reused.
@@ -120,8 +162,20 @@ typedef int32_t ta_domain;
 typedef uint32_t ta_order;
 
 /**
- * Called once with the final status of an operation, on a worker thread,
- * never while the library holds a lock.
+ * Called once with the final status of an operation, never while the
+ * library holds a lock. It runs on the thread that completes the operation:
+ * usually a worker of the runtime, or the thread that calls
+ * `ta_token_finish` or `ta_mapping_free` for deferred and external work, or
+ * a thread whose `ta_runtime_shutdown` cancels them (and, for
+ * `ta_event_on_complete` on an event that is complete already, the calling
+ * thread). When it runs the operation is complete in every observable way:
+ * `ta_event_poll` on its event gives the final status, `ta_event_error` its
+ * error, `ta_event_wait(event, 0)` returns at once, and the operation's
+ * accesses are released (a zero-timeout `ta_tensor_wait` on a tensor whose
+ * last operation it was returns that status). It may submit operations,
+ * poll, wait and free handles (the event it was called for included); a
+ * blocking wait there occupies the worker (it helps run other work
+ * meanwhile), so keep callbacks short.
  */
 typedef void (*ta_callback)(ta_status status, void *userdata);
 
@@ -197,7 +251,8 @@ typedef struct ta_submit {
    */
   const struct ta_runtime *runtime;
   /**
-   * Called once with the final status; NULL for none.
+   * Called once with the final status (see `ta_callback` for the thread
+   * and what it may do); NULL for none. A rejected submission calls nothing.
    */
   ta_callback callback;
   /**
@@ -345,14 +400,120 @@ typedef struct ta_stats {
 } ta_stats;
 
 /**
+ * Called exactly once, after the last access, to give wrapped memory back,
+ * on the thread that lets the memory go (a worker, or the thread that frees
+ * the last handle), never while the library holds a lock. It must not call
+ * back into the library for the tensor it releases; use
+ * `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
+ * library thread.
+ */
+typedef void (*ta_release_fn)(void *userdata, void *data);
+
+/**
+ * Options for `ta_tensor_wrap_ex`. Set `struct_size` to
+ * `sizeof(ta_wrap_options)` and zero-initialise the fields you do not set.
+ */
+typedef struct ta_wrap_options {
+  /**
+   * `sizeof(ta_wrap_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `TA_WRAP_READ_ONLY`, or 0.
+   */
+  uint32_t flags;
+  /**
+   * Called as `release(release_userdata, data)` exactly once after the
+   * last access, on whichever thread lets the memory go (a worker, or the
+   * thread that frees the last handle); may be NULL.
+   */
+  ta_release_fn release;
+  /**
+   * Passed to `release`.
+   */
+  void *release_userdata;
+  /**
+   * If not NULL, the release is also reported as the completion entry
+   * `{release_tag, TA_STATUS_OK, NULL}` on this queue (with `release`
+   * NULL, no code of the caller's runs on a library thread for it). The
+   * queue is kept alive until then.
+   */
+  const struct ta_cq *release_cq;
+  /**
+   * Tag of that completion entry.
+   */
+  uint64_t release_tag;
+} ta_wrap_options;
+
+/**
+ * `DLPackVersion`.
+ */
+typedef struct ta_dl_version {
+  uint32_t major;
+  uint32_t minor;
+} ta_dl_version;
+
+/**
+ * `DLDevice`: `device_type` is a `DLDeviceType` (`TA_DL_DEVICE_CPU` = kDLCPU = 1).
+ */
+typedef struct ta_dl_device {
+  int32_t device_type;
+  int32_t device_id;
+} ta_dl_device;
+
+/**
+ * `DLDataType`: `code` is kDLInt (0), kDLUInt (1), kDLFloat (2) or kDLComplex (5).
+ */
+typedef struct ta_dl_data_type {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} ta_dl_data_type;
+
+/**
+ * `DLTensor`: element `(i0, i1, ...)` is at
+ * `data + byte_offset + sum_k ik * strides[k] * element_size`.
+ */
+typedef struct ta_dl_tensor {
+  void *data;
+  struct ta_dl_device device;
+  int32_t ndim;
+  struct ta_dl_data_type dtype;
+  int64_t *shape;
+  /**
+   * In elements; NULL means dense row-major (on import).
+   */
+  int64_t *strides;
+  uint64_t byte_offset;
+} ta_dl_tensor;
+
+/**
+ * `DLManagedTensorVersioned` (DLPack 1.x).
+ */
+typedef struct ta_dl_managed_tensor_versioned {
+  struct ta_dl_version version;
+  void *manager_ctx;
+  void (*deleter)(struct ta_dl_managed_tensor_versioned *managed);
+  /**
+   * `TA_DL_FLAG_READ_ONLY`, `TA_DL_FLAG_IS_COPIED`.
+   */
+  uint64_t flags;
+  struct ta_dl_tensor dl_tensor;
+} ta_dl_managed_tensor_versioned;
+
+/**
+ * `DLManagedTensor` (unversioned, before DLPack 1.0).
+ */
+typedef struct ta_dl_managed_tensor {
+  struct ta_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct ta_dl_managed_tensor *managed);
+} ta_dl_managed_tensor;
+
+/**
  * What `ta_runtime_shutdown` does with work that has not started.
  */
 typedef uint32_t ta_shutdown;
-
-/**
- * Called exactly once, after the last access, to give wrapped memory back.
- */
-typedef void (*ta_release_fn)(void *userdata, void *data);
 
 /**
  * One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
@@ -514,6 +675,12 @@ typedef uint32_t ta_backend;
  * Every backend declined the operation.
  */
 #define TA_STATUS_NO_BACKEND 46
+
+/**
+ * A deferred-completion token was already finished: the runtime was shut
+ * down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+ */
+#define TA_STATUS_ALREADY_FINISHED 47
 
 /**
  * CUDA is not available (no driver or no device).
@@ -877,12 +1044,16 @@ ta_status ta_event_error(const struct ta_event *event, struct ta_error **error_o
 /**
  * Call `callback(status, userdata)` exactly once when the operation completes:
  * right away, on this thread, if it already has; otherwise on the thread that
- * completes it. Never called while the library holds a lock.
+ * completes it (see `ta_callback` for which thread that is, what the
+ * operation's state is then, and what the callback may do). Never called
+ * while the library holds a lock.
  */
 ta_status ta_event_on_complete(const struct ta_event *event, ta_callback callback, void *userdata);
 
 /**
- * Push `{tag, status}` to `cq` when the operation completes (at once if it has).
+ * Push `{tag, status}` to `cq` when the operation completes (at once if it
+ * has). When the entry can be taken, the operation is complete in every
+ * observable way (as for `ta_callback`).
  */
 ta_status ta_event_notify(const struct ta_event *event, const struct ta_cq *cq, uint64_t tag);
 
@@ -1352,6 +1523,211 @@ ta_status ta_copy_out(const struct ta_tensor *src,
 ta_status ta_tensor_ready(const struct ta_tensor *tensor,
                           struct ta_event **event_out,
                           struct ta_error **error);
+
+/**
+ * Acquire host access to `tensor` and wait up to `timeout_ns`
+ * (`TA_WAIT_FOREVER`: no limit) until it is granted; on success
+ * `*mapping_out` is a granted mapping (`ta_mapping_view` gives the data).
+ * `mode` is `TA_MODE_READ` (waits for earlier writers; later readers do not
+ * wait for the mapping, later writers do), `TA_MODE_WRITE` (a pure
+ * overwrite: waits for every earlier access; once the mapping's view was
+ * taken, freeing the mapping counts as a successful overwrite, which cleans
+ * a poisoned tensor) or `TA_MODE_UPDATE` (read and write; waits for every
+ * earlier access). The access is enrolled like an operation's, so it is
+ * ordered with operations submitted before and after it.
+ *
+ * Statuses: a READ or UPDATE of a poisoned tensor (or poisoned elements of
+ * a view) fails with the status of the tensor's error, which `*error`
+ * receives (the same error object as the failing operation's);
+ * `TA_STATUS_UNCONSTRUCTED`; `TA_STATUS_DOMAIN_MISMATCH` for a device
+ * tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on a read-only tensor or
+ * view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned, and
+ * the enrolled access is released as soon as it is granted, so later work
+ * is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a
+ * tensor that kernel accesses. Mappings use the default runtime; a shutdown
+ * of it with `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet
+ * (their data stays valid until `ta_mapping_free`).
+ */
+ta_status ta_tensor_acquire(const struct ta_tensor *tensor,
+                            ta_mode mode,
+                            int64_t timeout_ns,
+                            struct ta_mapping **mapping_out,
+                            struct ta_error **error);
+
+/**
+ * The non-blocking form of `ta_tensor_acquire`: enrolls the access now and
+ * returns at once a mapping that is not yet granted, and an event (free it
+ * with `ta_event_free`) that completes when the access is granted (status
+ * `TA_STATUS_OK`) or fails (the status of the tensor's error, which
+ * `ta_event_error` gives; the mapping then holds nothing and only needs
+ * `ta_mapping_free`). Submission-time problems (unconstructed, device,
+ * read-only tensor) fail this call as for `ta_tensor_acquire`. `event_out`
+ * may be NULL.
+ */
+ta_status ta_tensor_acquire_async(const struct ta_tensor *tensor,
+                                  ta_mode mode,
+                                  struct ta_mapping **mapping_out,
+                                  struct ta_event **event_out,
+                                  struct ta_error **error);
+
+/**
+ * The resolved view of a granted mapping: data, extents, strides (in
+ * elements), rank, dtype, mode, domain and conj flag. Every pointer in it
+ * stays valid until `ta_mapping_free`. For WRITE and UPDATE mappings the
+ * data may be written. `TA_STATUS_PENDING` while the access is not granted
+ * yet; the failure's status if the acquisition failed (or
+ * `TA_STATUS_CANCELLED` if a shutdown cancelled it before the grant).
+ */
+ta_status ta_mapping_view(const struct ta_mapping *mapping, struct ta_view *view_out);
+
+/**
+ * Release a mapping's access. Never blocks; a mapping not yet granted is
+ * released when it is granted (and then counts as unused). Later writers
+ * waiting behind the mapping then run. Pointers from `ta_mapping_view`
+ * become invalid. NULL is a no-op; a freed mapping gives
+ * `TA_STATUS_DOUBLE_FREE`.
+ */
+ta_status ta_mapping_free(struct ta_mapping *mapping);
+
+/**
+ * Inside a user kernel: defer the operation's completion. The operation
+ * does not complete when the kernel returns (its return value is then
+ * ignored) but when `ta_token_finish(*token_out, ...)` is called, from any
+ * thread, before or after the kernel returns. Until then it keeps its
+ * accesses (later conflicting operations wait) and its operands' storage,
+ * without occupying a worker. The data pointers of the kernel's views stay
+ * valid until the finish; the `extents` and `strides` arrays of the views
+ * passed to the kernel do not outlive the call (copy them, or use
+ * `ta_token_views`). `ctx` is valid only during the kernel call and on its
+ * thread (`TA_STATUS_INVALID_HANDLE` otherwise); a second call in one
+ * kernel gives `TA_STATUS_INVALID_ARGUMENT`.
+ */
+ta_status ta_kernel_defer(struct ta_kernel_ctx *ctx, struct ta_token **token_out);
+
+/**
+ * Enroll an operation with these accesses (the same rules as
+ * `ta_kernel_submit`: host tensors, no input also declared as an output)
+ * whose body the caller's own code runs: no library worker runs anything
+ * of the caller's. `*started_out` (may be NULL) completes with
+ * `TA_STATUS_OK` once every access is granted; then `ta_token_views` gives
+ * the views and the caller does the work and calls `ta_token_finish`. If
+ * an input it reads is poisoned, `started` completes with that error's
+ * status instead: the operation has failed already (its outputs are
+ * poisoned with that error), and the token then only needs
+ * `ta_token_finish` (which returns `TA_STATUS_OK`). `*event_out` (may be
+ * NULL) is the operation's completion, as for any submission, and
+ * `opts` (may be NULL) its callback and completion queue. `name` (may be
+ * NULL) names the operation in error objects; it is not copied, so it must
+ * stay valid until the operation completes.
+ */
+ta_status ta_external_submit(const struct ta_access *accesses,
+                             size_t naccesses,
+                             const char *name,
+                             const struct ta_submit *options,
+                             struct ta_token **token_out,
+                             struct ta_event **started_out,
+                             struct ta_event **event_out,
+                             struct ta_error **error);
+
+/**
+ * The resolved views of a token's operation, one per access in declaration
+ * order, into `views_out` (room for `cap`); the number goes to
+ * `*count_out`. Every pointer in them stays valid until the token is
+ * finished. `TA_STATUS_PENDING` before the accesses are granted;
+ * `TA_STATUS_BUFFER_TOO_SMALL` (with `*count_out` set) if `cap` is too
+ * small; the failure's status if the operation failed before it started.
+ */
+ta_status ta_token_views(const struct ta_token *token,
+                         struct ta_view *views_out,
+                         size_t cap,
+                         size_t *count_out);
+
+/**
+ * Complete a token's operation with `status`: `TA_STATUS_OK`, or a failure
+ * (the outputs are poisoned with `TA_STATUS_KERNEL_FAILED`, whose error
+ * object has `status` as its code, or with `TA_STATUS_CANCELLED` if
+ * `status` is that; `message` (may be NULL) is the error message and the
+ * operation's name its origin), and free the token handle. May be called
+ * from any thread, and before `started` completes (the operation then
+ * completes with that status as soon as its accesses are granted). Never
+ * blocks on other operations; callbacks and completion entries of this
+ * operation, and work it releases, may run in this call. Finishing again
+ * gives a handle status (`TA_STATUS_DOUBLE_FREE` or
+ * `TA_STATUS_STALE_HANDLE`). If the runtime was shut down with
+ * `TA_SHUTDOWN_CANCEL` first, the operation was completed as cancelled
+ * then: this returns `TA_STATUS_ALREADY_FINISHED` and frees the handle.
+ */
+ta_status ta_token_finish(struct ta_token *token, ta_status status, const char *message);
+
+/**
+ * As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with
+ * `TA_WRAP_READ_ONLY`), with the release reported as `options` says.
+ * `options` may be NULL: writable, no release notification. An
+ * `options->struct_size` smaller than this version's struct, or unknown
+ * flags, give `TA_STATUS_INVALID_ARGUMENT`. If this call fails, nothing is
+ * called or queued and the memory stays the caller's.
+ */
+ta_status ta_tensor_wrap_ex(ta_dtype dtype,
+                            size_t rank,
+                            const size_t *extents,
+                            const ptrdiff_t *strides,
+                            ta_order order,
+                            void *data,
+                            const struct ta_wrap_options *options,
+                            struct ta_tensor **tensor_out,
+                            struct ta_error **error);
+
+/**
+ * Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in
+ * `mode` exactly as `ta_tensor_acquire` does (blocking up to `timeout_ns`,
+ * with the same statuses and errors) and holds it until the managed
+ * tensor's deleter runs: until then a READ export holds later writers, a
+ * WRITE or UPDATE export every later access. READ exports set
+ * `TA_DL_FLAG_READ_ONLY`. `strides` is always filled (in elements), the
+ * device is `kDLCPU`, `byte_offset` is 0. The deleter must be called
+ * exactly once, may be called from any thread, never blocks, and is safe
+ * during process exit; freeing the tensor's handles before it is fine. A
+ * conjugate view of a complex tensor gives `TA_STATUS_UNSUPPORTED`
+ * (DLPack has no conjugation flag; materialise it with `ta_conj` first).
+ */
+ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
+                              ta_mode mode,
+                              int64_t timeout_ns,
+                              struct ta_dl_managed_tensor_versioned **out,
+                              struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0)
+ * `DLManagedTensor`, for consumers such as NumPy 2.0. It has no flags
+ * field: a READ export must not be written by the consumer.
+ */
+ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
+                                     ta_mode mode,
+                                     int64_t timeout_ns,
+                                     struct ta_dl_managed_tensor **out,
+                                     struct ta_error **error);
+
+/**
+ * Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On
+ * success the tensor owns `managed`: its deleter (if not NULL) is called
+ * exactly once, after the last access to the tensor (on the thread that
+ * lets the memory go). On failure nothing is called and `managed` stays
+ * the caller's. Only `kDLCPU` tensors with one lane are accepted
+ * (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL
+ * strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
+ * read-only tensor.
+ */
+ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
+                                struct ta_tensor **tensor_out,
+                                struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
+ * `DLManagedTensor` (always writable).
+ */
+ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
+                                       struct ta_tensor **tensor_out,
+                                       struct ta_error **error);
 
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).

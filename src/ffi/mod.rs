@@ -25,6 +25,11 @@ mod observe;
 mod ops;
 // Readiness, host access, deferred completion, DLPack (one block for easy merges).
 mod ready;
+mod mapping;
+mod token;
+mod wrap;
+mod dlpack;
+pub use dlpack::*;
 mod runtime;
 mod tensor;
 pub mod version;

@@ -66,6 +66,9 @@ pub const TA_STATUS_OUT_OF_MEMORY: ta_status = 44;
 pub const TA_STATUS_PANIC: ta_status = 45;
 /// Every backend declined the operation.
 pub const TA_STATUS_NO_BACKEND: ta_status = 46;
+/// A deferred-completion token was already finished: the runtime was shut
+/// down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+pub const TA_STATUS_ALREADY_FINISHED: ta_status = 47;
 /// CUDA is not available (no driver or no device).
 pub const TA_STATUS_CUDA_UNAVAILABLE: ta_status = 50;
 /// A CUDA call failed.
@@ -185,6 +188,16 @@ pub struct ta_error {
 pub struct ta_blocks {
     _opaque: [u8; 0],
 }
+/// A host access to a tensor (see `ta_tensor_acquire`): while it lives it
+/// holds one read, write or update access on the tensor's epoch queue.
+pub struct ta_mapping {
+    _opaque: [u8; 0],
+}
+/// One unfinished deferred or external operation (see `ta_kernel_defer` and
+/// `ta_external_submit`), finished with `ta_token_finish`.
+pub struct ta_token {
+    _opaque: [u8; 0],
+}
 /// The context of a running user kernel; valid only during the kernel call.
 pub struct ta_kernel_ctx {
     _opaque: [u8; 0],
@@ -199,11 +212,28 @@ pub struct ta_scalar {
     pub im: f64,
 }
 
-/// Called once with the final status of an operation, on a worker thread,
-/// never while the library holds a lock.
+/// Called once with the final status of an operation, never while the
+/// library holds a lock. It runs on the thread that completes the operation:
+/// usually a worker of the runtime, or the thread that calls
+/// `ta_token_finish` or `ta_mapping_free` for deferred and external work, or
+/// a thread whose `ta_runtime_shutdown` cancels them (and, for
+/// `ta_event_on_complete` on an event that is complete already, the calling
+/// thread). When it runs the operation is complete in every observable way:
+/// `ta_event_poll` on its event gives the final status, `ta_event_error` its
+/// error, `ta_event_wait(event, 0)` returns at once, and the operation's
+/// accesses are released (a zero-timeout `ta_tensor_wait` on a tensor whose
+/// last operation it was returns that status). It may submit operations,
+/// poll, wait and free handles (the event it was called for included); a
+/// blocking wait there occupies the worker (it helps run other work
+/// meanwhile), so keep callbacks short.
 pub type ta_callback = Option<unsafe extern "C" fn(status: ta_status, userdata: *mut c_void)>;
 
-/// Called exactly once, after the last access, to give wrapped memory back.
+/// Called exactly once, after the last access, to give wrapped memory back,
+/// on the thread that lets the memory go (a worker, or the thread that frees
+/// the last handle), never while the library holds a lock. It must not call
+/// back into the library for the tensor it releases; use
+/// `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
+/// library thread.
 pub type ta_release_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, data: *mut c_void)>;
 
 /// How to submit an operation. Pass NULL for all defaults (default runtime,
@@ -214,7 +244,8 @@ pub type ta_release_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, data
 pub struct ta_submit {
     /// Runtime that runs the operation; NULL for the default runtime.
     pub runtime: *const ta_runtime,
-    /// Called once with the final status; NULL for none.
+    /// Called once with the final status (see `ta_callback` for the thread
+    /// and what it may do); NULL for none. A rejected submission calls nothing.
     pub callback: ta_callback,
     /// Passed to `callback`.
     pub callback_userdata: *mut c_void,

@@ -22,6 +22,7 @@
 //! instead of blocking the pool.
 
 pub(crate) mod cq;
+pub(crate) mod deferred;
 pub(crate) mod event;
 pub(crate) mod exec;
 pub(crate) mod observe;
@@ -43,6 +44,7 @@ use crate::value::Value;
 use crate::view::View;
 
 pub use cq::{CompletionEntry, CompletionQueue};
+pub use deferred::{GrantedView, HostAccess, Token};
 pub use event::{Callback, Event};
 pub(crate) use task::Task;
 pub(crate) use exec::Released;
@@ -252,6 +254,9 @@ pub(crate) struct RuntimeInner {
     idle: Condvar,
     /// Counters other than the sharded count (see [`stats`]).
     pub(crate) stats: stats::RuntimeStats,
+    /// Operations parked until their token is finished (see [`deferred`]),
+    /// which a shutdown with cancel completes.
+    pub(crate) parked: Mutex<Vec<Weak<deferred::TokenInner>>>,
 }
 
 thread_local! {
@@ -551,6 +556,9 @@ impl RuntimeInner {
             ShutdownMode::Cancel => CANCELLING,
         };
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        if self.cancelled() {
+            deferred::cancel_parked(self);
+        }
         poke();
         while self.outstanding.sum() != 0 {
             self.sleep_until_idle(IDLE_RECHECK);
@@ -597,6 +605,7 @@ impl Runtime {
                 idle_lock: Mutex::new(()),
                 idle: Condvar::new(),
                 stats: stats::RuntimeStats::new(threads),
+                parked: Mutex::new(Vec::new()),
             }
         });
         if let Some(e) = failure {
