@@ -92,7 +92,7 @@
 /**
  * Default trace capacity, in task records.
  */
-#define DEFAULT_CAPACITY (1 << 20)
+#define DEFAULT_CAPACITY (1 << 18)
 
 /**
  * A block array: one allocation cut into blocks, each with its own epoch queue.
@@ -321,7 +321,8 @@ typedef struct ta_trace_options {
    */
   uint32_t flags;
   /**
-   * How many operations the trace keeps (0: the default, 1048576). When it
+   * How many operations the trace keeps (0: the default, 262144; each
+   * takes about 200 bytes while recording, 600 in the file). When it
    * is full, the oldest operation's record is dropped to make room; the
    * number dropped is written into the trace (`otherData.dropped`).
    */
@@ -333,8 +334,9 @@ typedef struct ta_trace_options {
  * `sizeof(ta_stats)` before the call: later versions of the library
  * may add fields at the end, written only when `struct_size` covers them.
  * Operations are the submissions that were accepted (a submission that
- * fails with an error status is not counted); waits, readiness events and
- * the library's own bookkeeping are not operations. All counts are since the
+ * fails with an error status is not counted): library operations, kernels,
+ * external operations and host accesses (`ta_tensor_acquire`); waits,
+ * readiness events and the library's own bookkeeping are not operations. All counts are since the
  * runtime was created.
  */
 typedef struct ta_stats {
@@ -1370,8 +1372,8 @@ ta_status ta_runtime_trace_stop(const struct ta_runtime *runtime,
  * Turn tracking of pending work on (`enable` != 0) or off. While it is on,
  * every operation submitted is registered until it completes, so that
  * `ta_runtime_dump` can list it; this costs a few hundred nanoseconds per
- * operation (off, nothing). A trace recording and `TA_DUMP_SIGNAL` also turn
- * it on. Operations submitted while it was off are not listed.
+ * operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
+ * submitted while it was off are not listed.
  */
 ta_status ta_runtime_track(const struct ta_runtime *runtime, int32_t enable);
 

@@ -18,7 +18,8 @@ pub struct ta_trace_options {
     pub struct_size: u32,
     /// Reserved, must be 0.
     pub flags: u32,
-    /// How many operations the trace keeps (0: the default, 1048576). When it
+    /// How many operations the trace keeps (0: the default, 262144; each
+    /// takes about 200 bytes while recording, 600 in the file). When it
     /// is full, the oldest operation's record is dropped to make room; the
     /// number dropped is written into the trace (`otherData.dropped`).
     pub capacity: u64,
@@ -34,8 +35,9 @@ pub const TA_DUMP_DOT: u32 = 1;
 /// `sizeof(ta_stats)` before the call: later versions of the library
 /// may add fields at the end, written only when `struct_size` covers them.
 /// Operations are the submissions that were accepted (a submission that
-/// fails with an error status is not counted); waits, readiness events and
-/// the library's own bookkeeping are not operations. All counts are since the
+/// fails with an error status is not counted): library operations, kernels,
+/// external operations and host accesses (`ta_tensor_acquire`); waits,
+/// readiness events and the library's own bookkeeping are not operations. All counts are since the
 /// runtime was created.
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -156,8 +158,8 @@ pub extern "C" fn ta_runtime_trace_stop(runtime: *const ta_runtime, path: *const
 /// Turn tracking of pending work on (`enable` != 0) or off. While it is on,
 /// every operation submitted is registered until it completes, so that
 /// `ta_runtime_dump` can list it; this costs a few hundred nanoseconds per
-/// operation (off, nothing). A trace recording and `TA_DUMP_SIGNAL` also turn
-/// it on. Operations submitted while it was off are not listed.
+/// operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
+/// submitted while it was off are not listed.
 #[no_mangle]
 pub extern "C" fn ta_runtime_track(runtime: *const ta_runtime, enable: i32) -> ta_status {
     const ORIGIN: &str = "ta_runtime_track";

@@ -265,6 +265,9 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                     None => {
                         let token = token.clone();
                         let (views, keep) = op.granted();
+                        if let Some(t) = task.trace() {
+                            t.parked();
+                        }
                         return super::deferred::park(task, &token, views, keep);
                     }
                 }
@@ -280,6 +283,9 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                     // is finished.
                     drop(_running);
                     let (views, keep) = op.granted();
+                    if let Some(t) = task.trace() {
+                        t.parked();
+                    }
                     return super::deferred::park(task, &token, views, keep);
                 }
                 r

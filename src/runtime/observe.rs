@@ -34,7 +34,7 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 static OBSERVERS: Mutex<Vec<Arc<Observer>>> = Mutex::new(Vec::new());
 
 /// Default trace capacity, in task records.
-pub const DEFAULT_CAPACITY: usize = 1 << 20;
+pub const DEFAULT_CAPACITY: usize = 1 << 18;
 
 /// Whether any runtime is observed (a relaxed load: a submission racing
 /// with the start of observation may go unobserved).
@@ -54,7 +54,8 @@ pub(crate) struct Observer {
     tensors: Mutex<TensorIds>,
     /// The trace being recorded, if any.
     rec: Mutex<Option<TraceBuf>>,
-    /// Pending-work tracking asked for (`ta_runtime_track` or `TA_DUMP_SIGNAL`).
+    /// Pending-work tracking asked for (`ta_runtime_track` or `TA_DUMP_SIGNAL`):
+    /// only then are unfinished operations registered in `live`.
     track: AtomicBool,
     /// Where `TA_TRACE` wants this runtime's trace written when it stops.
     env_path: Mutex<Option<String>>,
@@ -96,6 +97,8 @@ pub struct Record {
     pub message: String,
     /// Device work: (device ordinal, stream, queued at, reported done at).
     pub device: Option<(u32, u32, u64, u64)>,
+    /// When a deferred or external operation left the worker for its token.
+    pub parked_ns: Option<u64>,
 }
 
 /// The observation record attached to one task.
@@ -115,6 +118,8 @@ pub(crate) struct TaskTrace {
     device: AtomicU64,
     issue_ns: AtomicU64,
     done_ns: AtomicU64,
+    /// When its body was handed to a token (deferred or external work).
+    parked_ns: AtomicU64,
 }
 
 #[derive(Default)]
@@ -216,10 +221,11 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
         device: AtomicU64::new(u64::MAX),
         issue_ns: AtomicU64::new(0),
         done_ns: AtomicU64::new(0),
+        parked_ns: AtomicU64::new(0),
         obs: obs.clone(),
     };
     Task::set_trace(task, Box::new(trace));
-    if task.trace().is_some() {
+    if task.trace().is_some() && obs.track.load(Ordering::Relaxed) {
         obs.live.lock().insert(id, task.clone());
     }
 }
@@ -258,6 +264,11 @@ impl TaskTrace {
         self.issue_ns.store(self.obs.now(), Ordering::Relaxed);
     }
 
+    /// The task's completion is deferred to a token: it leaves the worker.
+    pub(crate) fn parked(&self) {
+        self.parked_ns.store(self.obs.now(), Ordering::Relaxed);
+    }
+
     pub(crate) fn device_done(&self) {
         self.done_ns.store(self.obs.now(), Ordering::Relaxed);
     }
@@ -294,6 +305,7 @@ impl TaskTrace {
                 accesses: enrolled.accesses.clone(),
                 status: result.as_ref().err().map_or(Status::Ok, |e| e.status()),
                 message: result.as_ref().err().map_or(String::new(), |e| e.message().to_string()),
+                parked_ns: Some(self.parked_ns.load(Ordering::Relaxed)).filter(|&p| p != 0),
                 device: (dev != u64::MAX).then(|| ((dev >> 32) as u32, dev as u32, self.issue_ns.load(Ordering::Relaxed), self.done_ns.load(Ordering::Relaxed))),
             };
             if buf.records.len() >= buf.capacity {
@@ -374,6 +386,9 @@ fn us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
+/// The track of deferred and external operations waiting for their token.
+const DEFERRED_TID: u64 = 999;
+
 /// Device tracks' thread ids: after the workers'.
 fn device_tid(dev: u32, stream: u32) -> u64 {
     1000 + dev as u64 * 100 + stream as u64
@@ -394,6 +409,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
         ev.push(format!(r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{},"args":{{"sort_index":{}}}}}"#, w + 1, w + 1));
     }
     let mut device_tracks = std::collections::BTreeSet::new();
+    let mut deferred_track = false;
     // Where each recorded operation ran and when it released its successors.
     let by_id: HashMap<u64, &Record> = b.records.iter().map(|r| (r.id, r)).collect();
     let mut flow = 0u64;
@@ -409,10 +425,22 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
         let accesses: Vec<String> = r.accesses.iter().map(|(t, m)| format!(r#"{{"tensor":{t},"label":"{}","mode":"{}"}}"#, esc(&o.label(*t)), mode_name(*m))).collect();
         let preds: Vec<String> = r.preds.iter().map(|(p, t)| format!(r#"{{"op":{p},"tensor":{t}}}"#)).collect();
         // The host interval: up to the issue for device work, else to the end.
-        let host_end = match r.device {
-            Some((_, _, issue, _)) if issue >= r.start_ns => issue,
+        let host_end = match (r.device, r.parked_ns) {
+            (Some((_, _, issue, _)), _) if issue >= r.start_ns => issue,
+            (_, Some(p)) if p >= r.start_ns => p,
             _ => r.end_ns,
         };
+        if let Some(p) = r.parked_ns {
+            // Deferred or external: the wait for its token, on a track of its own.
+            deferred_track = true;
+            ev.push(format!(
+                r#"{{"name":"{}","cat":"deferred","ph":"X","pid":{pid},"tid":{DEFERRED_TID},"ts":{},"dur":{},"args":{{"id":{}}}}}"#,
+                esc(&r.name),
+                us(p),
+                us(r.finish_ns.saturating_sub(p)),
+                r.id
+            ));
+        }
         ev.push(format!(
             r#"{{"name":"{name}","cat":"task","ph":"X","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"id":{id},"outcome":"{outcome}","status":"{status}","message":"{msg}","submit_us":{sub},"enrolled_us":{enr},"ready_us":{ready},"start_us":{ts},"finish_us":{fin},"end_us":{end},"accesses":[{acc}],"preds":[{preds}]}}}}"#,
             name = esc(&r.name),
@@ -454,6 +482,9 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             ev.push(format!(r#"{{"name":"dep","cat":"dep","ph":"f","bp":"e","id":{flow},"pid":{pid},"tid":{},"ts":{}}}"#, r.worker, us(r.start_ns)));
         }
     }
+    if deferred_track {
+        ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{DEFERRED_TID},"args":{{"name":"deferred and external operations (until their token is finished)"}}}}"#));
+    }
     for (dev, stream) in device_tracks {
         ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{},"args":{{"name":"device {dev} stream {stream}"}}}}"#, device_tid(dev, stream)));
     }
@@ -478,8 +509,8 @@ pub enum DumpFormat {
     Dot,
 }
 
-/// A report of every unfinished operation of runtime `rt` that is observed
-/// (submitted while tracking or recording was on), and of what each waits for.
+/// A report of every unfinished operation of runtime `rt` submitted while
+/// tracking was on, and of what each waits for.
 pub(crate) fn dump(rt: &RuntimeInner, format: DumpFormat) -> String {
     let pending = rt.stats().pending;
     match find(rt.id()) {
@@ -487,7 +518,7 @@ pub(crate) fn dump(rt: &RuntimeInner, format: DumpFormat) -> String {
         None => match format {
             DumpFormat::Text => format!(
                 "tensorasync runtime {}: {pending} unfinished operation(s); pending-work tracking is off, so they cannot be listed \
-                 (turn it on with ta_runtime_track, TA_DUMP_SIGNAL, TA_TRACE or a trace recording before submitting)\n",
+                 (turn it on with ta_runtime_track or TA_DUMP_SIGNAL before submitting)\n",
                 rt.id(),
             ),
             DumpFormat::Dot => format!("digraph tensorasync_rt{} {{\n  label=\"pending-work tracking is off\";\n}}\n", rt.id()),
