@@ -30,7 +30,8 @@
  * A = M M^T + n I with M random. A last case factors a matrix that is not
  * positive definite: the failing POTRF's error poisons exactly the tiles
  * downstream of it. The program prints one "verified" line per case and
- * exits non-zero on any mismatch.
+ * exits non-zero on any mismatch. `tiled_cholesky N TILE` runs only the
+ * case N, TILE (row-major).
  */
 #include <math.h>
 #include <stdio.h>
@@ -279,10 +280,16 @@ static void run_not_spd(size_t n, size_t ts, size_t bad) {
     free(a);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     OK(ta_runtime_new(2, &rt, &err));
     memset(&opts, 0, sizeof opts);
     opts.runtime = rt;
+    if (argc == 3) {
+        /* One case of your choosing: tiled_cholesky N TILE (e.g. for a trace). */
+        run_case((size_t)strtoul(argv[1], NULL, 10), (size_t)strtoul(argv[2], NULL, 10), TA_ORDER_ROW_MAJOR);
+        OK(ta_runtime_free(rt));
+        return example_finish("tiled_cholesky", failures);
+    }
 
     run_case(64, 16, TA_ORDER_ROW_MAJOR);  /* exact tiles, 4x4 */
     run_case(100, 32, TA_ORDER_ROW_MAJOR); /* ragged: 3 x 32 + 4 */

@@ -34,6 +34,17 @@
 #define TA_SUBMIT_TRANSFER 1
 
 /**
+ * Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
+ */
+#define TA_DUMP_TEXT 0
+
+/**
+ * Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one
+ * node per unfinished operation, one edge per wait (labelled with the tensor).
+ */
+#define TA_DUMP_DOT 1
+
+/**
  * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
  */
 #define TA_WRAP_READ_ONLY 1
@@ -77,6 +88,11 @@
  * Patch version of the library.
  */
 #define TA_VERSION_PATCH 0
+
+/**
+ * Default trace capacity, in task records.
+ */
+#define DEFAULT_CAPACITY (1 << 18)
 
 /**
  * A block array: one allocation cut into blocks, each with its own epoch queue.
@@ -292,6 +308,101 @@ typedef uint32_t ta_side;
  * Whether a triangular matrix has a unit diagonal.
  */
 typedef uint32_t ta_diag;
+
+/**
+ * Options of `ta_runtime_trace_start`. Zero-initialise it and set
+ * `struct_size` to `sizeof(ta_trace_options)`: later versions of the
+ * library may add fields at the end, read only when `struct_size` covers them.
+ */
+typedef struct ta_trace_options {
+  /**
+   * sizeof(ta_trace_options).
+   */
+  uint32_t struct_size;
+  /**
+   * Reserved, must be 0.
+   */
+  uint32_t flags;
+  /**
+   * How many operations the trace keeps (0: the default, 262144; each
+   * takes about 200 bytes while recording, 600 in the file). When it
+   * is full, the oldest operation's record is dropped to make room; the
+   * number dropped is written into the trace (`otherData.dropped`).
+   */
+  uint64_t capacity;
+} ta_trace_options;
+
+/**
+ * Counters of a runtime, filled by `ta_runtime_stats`. Set `struct_size` to
+ * `sizeof(ta_stats)` before the call: later versions of the library
+ * may add fields at the end, written only when `struct_size` covers them.
+ * Operations are the submissions that were accepted (a submission that
+ * fails with an error status is not counted): library operations, kernels,
+ * external operations and host accesses (`ta_tensor_acquire`); waits,
+ * readiness events and the library's own bookkeeping are not operations. All counts are since the
+ * runtime was created.
+ */
+typedef struct ta_stats {
+  /**
+   * sizeof(ta_stats), set by the caller.
+   */
+  uint32_t struct_size;
+  /**
+   * Number of worker threads.
+   */
+  uint32_t threads;
+  /**
+   * Operations submitted.
+   */
+  uint64_t tasks_submitted;
+  /**
+   * Operations completed, whatever their status (so `tasks_submitted -
+   * tasks_completed` are pending).
+   */
+  uint64_t tasks_completed;
+  /**
+   * Operations that ran (or were about to run) and completed with an
+   * error status other than TA_STATUS_CANCELLED: a failing kernel or
+   * backend, or an input poisoned by an earlier failure.
+   */
+  uint64_t tasks_failed;
+  /**
+   * Operations completed with TA_STATUS_CANCELLED (a shutdown with
+   * TA_SHUTDOWN_CANCEL reached them before they ran).
+   */
+  uint64_t tasks_cancelled;
+  /**
+   * Operations a worker took from the runtime's shared ready queue. The
+   * others ran inline: on the worker whose finished operation made them
+   * ready, right after it (a dependency chain stays on one worker), or on
+   * a device's completion path.
+   */
+  uint64_t steals;
+  /**
+   * Operations ready to run and waiting in the shared ready queue now.
+   */
+  uint64_t queue_depth;
+  /**
+   * Operations submitted and not yet completed, now.
+   */
+  uint64_t pending;
+  /**
+   * The largest number of pending operations seen. The count is sampled,
+   * not followed: at every 1024th submission of each submitting thread,
+   * and at every call of this function. So it is exact for a program that
+   * asks for the counters while its peak is pending, and otherwise may
+   * miss a short peak by up to 1023 submissions per submitting thread.
+   */
+  uint64_t peak_pending;
+  /**
+   * Sum over the workers of the time they spent running operations, in
+   * nanoseconds (per worker: `ta_runtime_worker_busy_ns`). A worker counts
+   * from taking its first operation from the ready queue until it finds
+   * the queue empty, so the short checks between back-to-back operations
+   * count as busy.
+   */
+  uint64_t busy_ns;
+} ta_stats;
 
 /**
  * Called exactly once, after the last access, to give wrapped memory back,
@@ -1250,6 +1361,108 @@ ta_status ta_syrk(const struct ta_tensor *c,
  * was found (the BLAS backend then declines everything).
  */
 ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
+
+/**
+ * Start recording a trace of everything the runtime runs from now on: for
+ * each operation its worker, start and end, submission time, the time it
+ * became ready (when the last operation it waited for released it), its
+ * name, the tensors it accesses and how, the operations it waited for, and
+ * its outcome; device work as slices on a track per device stream.
+ * `options` may be NULL (defaults). A recording in progress is discarded
+ * and restarted. Operations submitted before the start are not recorded.
+ * `ta_runtime_trace_stop` writes the trace.
+ *
+ * For unmodified programs, the environment variable `TA_TRACE=path` records
+ * every runtime from its creation (`TA_TRACE_CAPACITY` sets the capacity):
+ * the first runtime's trace is written to `path` when it is shut down or
+ * freed (the default runtime's at process exit), later runtimes' to
+ * `path` with `.rt<id>` inserted before the extension.
+ */
+ta_status ta_runtime_trace_start(const struct ta_runtime *runtime,
+                                 const struct ta_trace_options *options,
+                                 struct ta_error **error);
+
+/**
+ * Stop recording and write the trace to the file at `path` (created or
+ * replaced) as Chrome trace-event JSON, which chrome://tracing and the
+ * Perfetto UI (ui.perfetto.dev) open; `scripts/trace_gantt.py` draws it as
+ * a PNG. `path` NULL discards the trace. Operations still running are not
+ * in it. Fails with TA_STATUS_INVALID_ARGUMENT if the runtime is not
+ * recording (or its recording was already written by `TA_TRACE`), and with
+ * TA_STATUS_INTERNAL (message: the system's reason) if the file cannot be
+ * written.
+ */
+ta_status ta_runtime_trace_stop(const struct ta_runtime *runtime,
+                                const char *path,
+                                struct ta_error **error);
+
+/**
+ * Turn tracking of pending work on (`enable` != 0) or off. While it is on,
+ * every operation submitted is registered until it completes, so that
+ * `ta_runtime_dump` can list it; this costs a few hundred nanoseconds per
+ * operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
+ * submitted while it was off are not listed.
+ */
+ta_status ta_runtime_track(const struct ta_runtime *runtime, int32_t enable);
+
+/**
+ * Write a report of the runtime's unfinished operations to the file
+ * descriptor `fd` (e.g. 2 for stderr). TA_DUMP_TEXT gives, per operation:
+ * its number and name; whether it is RUNNING (and for how long), READY
+ * (queued for a worker) or WAITING (and for how long since submission);
+ * the tensors it accesses and how; each earlier unfinished operation it
+ * waits for and on which tensor; and the operations that wait for it.
+ * TA_DUMP_DOT gives the same graph in Graphviz DOT. Only operations
+ * submitted while tracking was on are listed (see `ta_runtime_track`);
+ * otherwise the report gives their number only. Never blocks on running
+ * operations. TA_STATUS_INTERNAL if the descriptor cannot be written.
+ *
+ * For unmodified programs, `TA_DUMP_SIGNAL=USR2` (or USR1, HUP, QUIT,
+ * WINCH, URG, or a number) tracks every runtime from its creation and
+ * prints this report for each to stderr whenever the process receives that
+ * signal (the report is made by a thread of the library, not in the signal
+ * handler).
+ */
+ta_status ta_runtime_dump(const struct ta_runtime *runtime,
+                          uint32_t format,
+                          int32_t fd,
+                          struct ta_error **error);
+
+/**
+ * The report of `ta_runtime_dump` as a NUL-terminated string in `buf`
+ * (`cap` bytes). `*len_out` receives the report's full length (without the
+ * NUL). If `cap` is not larger than that, the report is cut to `cap - 1`
+ * bytes (still NUL-terminated; nothing is written if `cap` is 0) and the
+ * status is TA_STATUS_BUFFER_TOO_SMALL: call again with a larger buffer
+ * (the report may have grown meanwhile). `buf` may be NULL when `cap` is 0.
+ */
+ta_status ta_runtime_dump_string(const struct ta_runtime *runtime,
+                                 uint32_t format,
+                                 char *buf,
+                                 size_t cap,
+                                 size_t *len_out,
+                                 struct ta_error **error);
+
+/**
+ * Fill `*stats_out` with the runtime's counters (see `ta_stats`
+ * for each field). `stats_out->struct_size` must be set to
+ * `sizeof(ta_stats)` (at least the first version's size:
+ * otherwise TA_STATUS_INVALID_ARGUMENT); it is left as it is. Reading the
+ * counters does not stop or slow the runtime.
+ */
+ta_status ta_runtime_stats(const struct ta_runtime *runtime, struct ta_stats *stats_out);
+
+/**
+ * The busy time of each worker, in nanoseconds (see
+ * `ta_stats.busy_ns`): `busy_out[k]` for worker k
+ * (`ta-rt<id>-w<k>`), for k below the smaller of `cap` and the number of
+ * workers; `*count_out` receives the number of workers. `busy_out` may be
+ * NULL when `cap` is 0 (to ask for the count).
+ */
+ta_status ta_runtime_worker_busy_ns(const struct ta_runtime *runtime,
+                                    uint64_t *busy_out,
+                                    size_t cap,
+                                    size_t *count_out);
 
 /**
  * Set every element of `tensor` to `value` (an overwrite: the elements it

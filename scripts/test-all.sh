@@ -67,6 +67,9 @@ step "dense kernel tests on other instruction sets (valgrind, qemu Haswell and N
 step "C tests, normally and under valgrind"
 make -C examples-c check
 
+step "observability: trace content and the Gantt script"
+scripts/test-observe.sh
+
 step "install and pkg-config"
 make -C examples-c install-check
 

@@ -20,6 +20,8 @@ mod error;
 mod event;
 mod kernel;
 mod linalg;
+// Observability: trace recording, pending-work dump, counters.
+mod observe;
 mod ops;
 // Readiness, host access, deferred completion, DLPack (one block for easy merges).
 mod ready;

@@ -273,7 +273,8 @@ fn enroll(
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
     let device = op.device();
     rt.inner().admit(origin)?;
-    let task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
+    #[allow(unused_mut)]
+    let mut task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None };
@@ -301,8 +302,11 @@ fn enroll(
     if let Err(e) = checked {
         drop(locked);
         drop(task);
-        rt.inner().retire();
+        rt.inner().refuse();
         return Err(e);
+    }
+    if crate::runtime::observe::on() {
+        crate::runtime::observe::submitted(rt.inner(), &mut task);
     }
 
     // Record where each operand's elements are, now that the plan is final.
@@ -332,12 +336,18 @@ fn enroll(
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
+        if let Some(t) = task.trace() {
+            t.at_value(h.value, h.mode);
+        }
         locked.guards.get_mut(g).expect("every record's lock is taken").queue.enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((Arc::as_ptr(h.value) as usize, stamp));
         }
     }
     drop(locked);
+    if let Some(t) = task.trace() {
+        t.enrolled();
+    }
 
     if let Some(e) = &event {
         e.bind(&task);

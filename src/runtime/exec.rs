@@ -121,6 +121,14 @@ impl Work {
         self.completion.get_or_insert_with(Default::default).keep_alive = Some(c);
     }
 
+    /// The operation, unless this is a barrier or a release.
+    pub(crate) fn operation(&self) -> Option<&Operation> {
+        match &self.job {
+            Job::Op(op) => Some(op),
+            Job::Barrier(..) | Job::Release(_) => None,
+        }
+    }
+
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
         match &mut self.job {
             Job::Op(op) => &mut op.accesses,
@@ -235,6 +243,9 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     // SAFETY: `run` is only called with tasks this thread made ready (from
     // `release_guard`, `finish`, or a queue those feed, which hands each out once).
     let slot = unsafe { task.running_work() };
+    if let Some(t) = task.trace() {
+        t.started();
+    }
     let Some(work) = slot.as_mut() else {
         // Unreachable: only the thread that made the task ready runs it.
         return task.finish();
@@ -254,6 +265,9 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                     None => {
                         let token = token.clone();
                         let (views, keep) = op.granted();
+                        if let Some(t) = task.trace() {
+                            t.parked();
+                        }
                         return super::deferred::park(task, &token, views, keep);
                     }
                 }
@@ -269,6 +283,9 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                     // is finished.
                     drop(_running);
                     let (views, keep) = op.granted();
+                    if let Some(t) = task.trace() {
+                        t.parked();
+                    }
                     return super::deferred::park(task, &token, views, keep);
                 }
                 r
@@ -344,6 +361,9 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
             return ready;
         }
     }
+    if let Some(t) = task.trace() {
+        t.finishing();
+    }
     // The accesses go first: once any notification is seen, a wait on a
     // value sees this task finished.
     let mut ready = task.finish();
@@ -365,6 +385,12 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
         // retires: a drained runtime has let go of every value its tasks
         // kept (see `crate::runtime::release_value`).
         run_inline(&mut ready, false);
+        if result.is_err() {
+            rt.stats.count_failure(&result);
+        }
+        if let Some(t) = task.trace() {
+            t.concluded(task, &result);
+        }
         // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
     }
@@ -397,6 +423,9 @@ fn issue_device(task: &Arc<Task>, mut parked: Parked) -> super::task::ReadyList 
     let queued = parked.tail.as_ref().map(|i| (i.device.clone(), i.stream));
     let mut issue = None;
     if let Some((dev, stream)) = &queued {
+        if let Some(t) = task.trace() {
+            t.issued(dev.ordinal(), stream.0);
+        }
         if parked.result.is_ok() {
             match dev.record(*stream) {
                 Ok(m) => issue = Some((*stream, m)),
@@ -414,6 +443,9 @@ fn issue_device(task: &Arc<Task>, mut parked: Parked) -> super::task::ReadyList 
             dev.notify(
                 stream,
                 Box::new(move |outcome| {
+                    if let Some(tr) = t.trace() {
+                        tr.device_done();
+                    }
                     t.record_outcome(outcome);
                     if t.release_hold() {
                         schedule(t);

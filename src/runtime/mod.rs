@@ -25,6 +25,8 @@ pub(crate) mod cq;
 pub(crate) mod deferred;
 pub(crate) mod event;
 pub(crate) mod exec;
+pub(crate) mod observe;
+pub(crate) mod stats;
 pub(crate) mod task;
 
 use std::cell::RefCell;
@@ -60,6 +62,10 @@ const RUNNING: u8 = 0;
 const DRAINING: u8 = 1;
 const CANCELLING: u8 = 2;
 const STOPPED: u8 = 3;
+
+/// Every this many admissions (per thread), the pending count is sampled
+/// for its peak (see [`stats`]).
+const PEAK_SAMPLE: isize = 1024;
 
 /// How long an idle drainer keeps looking for work before it exits.
 const DRAIN_SPIN: Duration = Duration::from_micros(50);
@@ -136,8 +142,17 @@ impl Drop for IdleWaiter<'_> {
 /// A counter split over cache lines: threads add to their own slot, so
 /// counting submissions and completions never bounces a shared line between
 /// the submitting thread and the workers. Only shutdown reads the sum.
+/// Each slot keeps its additions and its subtractions apart (on one line),
+/// so the totals of both are known too (see [`stats`]).
 struct ShardedCounter {
-    slots: Box<[CachePadded<AtomicIsize>]>,
+    slots: Box<[CachePadded<CounterPair>]>,
+}
+
+/// One slot of a [`ShardedCounter`]: what was added and what was taken off.
+#[derive(Default)]
+struct CounterPair {
+    added: AtomicIsize,
+    taken: AtomicIsize,
 }
 
 const COUNTER_SLOTS: usize = 32;
@@ -187,15 +202,31 @@ thread_local! {
 
 impl ShardedCounter {
     fn new() -> Self {
-        ShardedCounter { slots: (0..COUNTER_SLOTS).map(|_| CachePadded::new(AtomicIsize::new(0))).collect() }
+        ShardedCounter { slots: (0..COUNTER_SLOTS).map(|_| CachePadded::new(CounterPair::default())).collect() }
     }
-    fn add(&self, d: isize) {
+    /// Add one; returns what this thread's slot had added before.
+    #[inline(always)]
+    fn increment(&self) -> isize {
         // (A thread whose slot is already gone, in its last destructors, uses the first.)
         let i = SLOT.try_with(CounterSlot::index).unwrap_or(0);
-        self.slots[i].fetch_add(d, Ordering::SeqCst);
+        self.slots[i].added.fetch_add(1, Ordering::SeqCst)
+    }
+    #[inline(always)]
+    fn decrement(&self) {
+        let i = SLOT.try_with(CounterSlot::index).unwrap_or(0);
+        self.slots[i].taken.fetch_add(1, Ordering::SeqCst);
+    }
+    /// The totals (added, taken). Everything taken is read before anything
+    /// added: whatever was taken off by then had been added before, so the
+    /// difference is never below what was outstanding when the reading began.
+    fn totals(&self) -> (isize, isize) {
+        let taken: isize = self.slots.iter().map(|s| s.taken.load(Ordering::SeqCst)).sum();
+        let added: isize = self.slots.iter().map(|s| s.added.load(Ordering::SeqCst)).sum();
+        (added, taken)
     }
     fn sum(&self) -> isize {
-        self.slots.iter().map(|s| s.load(Ordering::SeqCst)).sum()
+        let (added, taken) = self.totals();
+        added - taken
     }
 }
 
@@ -221,6 +252,8 @@ pub(crate) struct RuntimeInner {
     idle_waiters: CachePadded<AtomicUsize>,
     idle_lock: Mutex<()>,
     idle: Condvar,
+    /// Counters other than the sharded count (see [`stats`]).
+    pub(crate) stats: stats::RuntimeStats,
     /// Operations parked until their token is finished (see [`deferred`]),
     /// which a shutdown with cancel completes.
     pub(crate) parked: Mutex<Vec<Weak<deferred::TokenInner>>>,
@@ -252,12 +285,14 @@ impl RuntimeInner {
     /// part of the work being drained, and the task submitting it keeps the
     /// count from reaching zero until it is counted.
     pub(crate) fn admit(&self, origin: &'static str) -> Result<()> {
-        self.outstanding.add(1);
+        if self.outstanding.increment() & (PEAK_SAMPLE - 1) == PEAK_SAMPLE - 1 {
+            self.sample_pending();
+        }
         match self.state.load(Ordering::SeqCst) {
             RUNNING => Ok(()),
             DRAINING if self.is_current_worker() => Ok(()),
             _ => {
-                self.retire();
+                self.refuse();
                 Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))
             }
         }
@@ -282,7 +317,29 @@ impl RuntimeInner {
     /// may free it (so nothing is notified here: a drainer that runs out of work
     /// wakes the waiters, see `wake_idle_waiters`).
     pub(crate) fn retire(&self) {
-        self.outstanding.add(-1);
+        self.outstanding.decrement();
+    }
+
+    /// An admitted task whose submission failed: retire it, uncounted as an operation.
+    pub(crate) fn refuse(&self) {
+        self.stats.count_refusal();
+        self.retire();
+    }
+
+    #[cold]
+    fn sample_pending(&self) {
+        self.stats.sample_pending(self.outstanding.sum());
+    }
+
+    /// The runtime's counters now.
+    pub(crate) fn stats(&self) -> stats::Stats {
+        let (added, taken) = self.outstanding.totals();
+        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, self.ready.len())
+    }
+
+    /// Process-unique number of this runtime.
+    pub(crate) fn id(&self) -> usize {
+        self.id
     }
 
     /// Queue a ready task for this runtime's workers. A new drainer starts
@@ -334,6 +391,8 @@ impl RuntimeInner {
         let mut pauses = IDLE_PAUSES;
         let mut since_check = 0u32;
         let mut pokes = POKES.load(Ordering::Relaxed);
+        let worker = rayon::current_thread_index();
+        let mut busy_since = idle_since;
         loop {
             // A drainer that has just run a task steals again at once.
             // `is_empty` reads the queue's tail, which the submitting thread
@@ -345,6 +404,7 @@ impl RuntimeInner {
                 if idle {
                     self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                     idle = false;
+                    busy_since = Instant::now();
                 }
                 if let Steal::Success(t) = self.ready.steal() {
                     exec::run(t);
@@ -357,6 +417,7 @@ impl RuntimeInner {
                 self.wake_idle_waiters();
                 idle = true;
                 idle_since = Instant::now();
+                self.stats.add_busy(worker, busy_since, idle_since, taken as u64);
                 pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
                 taken = 0;
             }
@@ -447,7 +508,9 @@ impl RuntimeInner {
         loop {
             match self.ready.steal() {
                 Steal::Success(t) => {
+                    let since = Instant::now();
                     exec::run(t);
+                    self.stats.add_busy(rayon::current_thread_index(), since, Instant::now(), 1);
                     return true;
                 }
                 Steal::Retry => continue,
@@ -501,6 +564,7 @@ impl RuntimeInner {
             self.sleep_until_idle(IDLE_RECHECK);
         }
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
+        observe::runtime_stopped(self.id);
     }
 }
 
@@ -540,12 +604,14 @@ impl Runtime {
                 outstanding: ShardedCounter::new(),
                 idle_lock: Mutex::new(()),
                 idle: Condvar::new(),
+                stats: stats::RuntimeStats::new(threads),
                 parked: Mutex::new(Vec::new()),
             }
         });
         if let Some(e) = failure {
             return Err(Error::new(Status::Internal, "runtime_new", format!("cannot start worker threads: {e}")));
         }
+        observe::runtime_created(&inner);
         Ok(Runtime { user: Arc::new(UserHandle { inner }) })
     }
 

@@ -64,6 +64,9 @@ pub(crate) struct Task {
     work: UnsafeCell<Option<Work>>,
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
+    /// What observation records of this task, when its runtime observes
+    /// (see [`super::observe`]); set before the task is enrolled.
+    trace: Option<Box<super::observe::TaskTrace>>,
     /// Unfinished predecessors, plus `GUARD` less the edges added so far
     /// while enrollment is in progress (see [`Task::release_guard`]).
     pending: AtomicU32,
@@ -179,8 +182,22 @@ impl Task {
             std::ptr::addr_of_mut!((*p).runtime).write(runtime.map(NonNull::from));
             std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
             std::ptr::addr_of_mut!((*p).link).write(link);
+            std::ptr::addr_of_mut!((*p).trace).write(None);
             std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(GUARD));
             task.assume_init()
+        }
+    }
+
+    /// What observation records of this task, if anything.
+    #[inline(always)]
+    pub(crate) fn trace(&self) -> Option<&super::observe::TaskTrace> {
+        self.trace.as_deref()
+    }
+
+    /// Attach an observation record to a task no other thread holds yet.
+    pub(crate) fn set_trace(task: &mut Arc<Task>, trace: Box<super::observe::TaskTrace>) {
+        if let Some(t) = Arc::get_mut(task) {
+            t.trace = Some(trace);
         }
     }
 
@@ -235,6 +252,9 @@ impl Task {
         }
         let mut s = pred.successors.lock();
         if !s.done {
+            if let Some(t) = &self.trace {
+                t.edge_from(pred);
+            }
             self.add_edge();
             if s.list.len() == s.list.capacity() && !s.list.spilled() {
                 // A task with more than one successor (a writer and the
@@ -260,6 +280,9 @@ impl Task {
         let mut ps = pl.state.lock();
         if ps.finished {
             return;
+        }
+        if let Some(t) = &self.trace {
+            t.edge_from(pred);
         }
         // Count the hold before publishing the edge, so the predecessor's
         // finish cannot bring the holds to zero early.

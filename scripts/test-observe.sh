@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Observability checks beyond the C tests: the content of traces the library
+# writes (test_observe's diamond, and the tiled Cholesky under TA_TRACE), and
+# scripts/trace_gantt.py on them and on a generated trace. Needs the release
+# library and the C tests built (make -C examples-c check does both). Installs
+# matplotlib into a virtual environment under target/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=target/observe-venv
+if ! "$VENV/bin/python" -c "import matplotlib" 2>/dev/null; then
+  if ! python3 -c "import ensurepip" 2>/dev/null; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv
+  fi
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q matplotlib
+fi
+make -C examples-c tests examples >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+TRACE_OUT="$work/diamond.json" examples-c/build/tests/test_observe
+TA_TRACE="$work/cholesky.json" examples-c/build/tiled_cholesky >/dev/null
+TA_TRACE="$work/cholesky-600.json" examples-c/build/tiled_cholesky 600 100 >/dev/null
+"$VENV/bin/python" scripts/test_trace_gantt.py --diamond "$work/diamond.json" \
+  --program "$work/cholesky.json" "$work/cholesky-600.json" --workdir "$work/out"

@@ -1,0 +1,767 @@
+//! Observation of a runtime: trace recording (Chrome trace-event JSON), the
+//! pending-work dump, and the environment variables that turn them on for
+//! unmodified programs (`TA_TRACE`, `TA_DUMP_SIGNAL`).
+//!
+//! A runtime is *observed* while it records a trace or tracks its pending
+//! work. Only then does a submission attach a [`TaskTrace`] to its task (and
+//! register the task as unfinished); the hot paths otherwise pay one relaxed
+//! load of [`ACTIVE`] per submission and a test of the task's (empty) trace
+//! field, on a line they already touch, where a task starts, gains an edge
+//! and concludes.
+//!
+//! Times are nanoseconds since the observer started. A trace keeps at most
+//! its capacity of task records; when full, the oldest record is dropped and
+//! counted (the count is written into the trace).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::task::Task;
+use super::RuntimeInner;
+use crate::error::{Result, Status};
+use crate::queue::Mode;
+use crate::value::Value;
+
+/// Runtimes observed now; zero means no submission attaches anything.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The observers of the runtimes observed now.
+static OBSERVERS: Mutex<Vec<Arc<Observer>>> = Mutex::new(Vec::new());
+
+/// Default trace capacity, in task records.
+pub const DEFAULT_CAPACITY: usize = 1 << 18;
+
+/// Whether any runtime is observed (a relaxed load: a submission racing
+/// with the start of observation may go unobserved).
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// What one runtime's observation keeps.
+pub(crate) struct Observer {
+    rt_id: usize,
+    threads: usize,
+    epoch: Instant,
+    next_id: AtomicU64,
+    /// Unfinished observed operations, by id.
+    live: Mutex<BTreeMap<u64, Arc<Task>>>,
+    tensors: Mutex<TensorIds>,
+    /// The trace being recorded, if any.
+    rec: Mutex<Option<TraceBuf>>,
+    /// Pending-work tracking asked for (`ta_runtime_track` or `TA_DUMP_SIGNAL`):
+    /// only then are unfinished operations registered in `live`.
+    track: AtomicBool,
+    /// Where `TA_TRACE` wants this runtime's trace written when it stops.
+    env_path: Mutex<Option<String>>,
+}
+
+#[derive(Default)]
+struct TensorIds {
+    by_addr: HashMap<usize, (u32, Weak<Value>)>,
+    labels: Vec<String>,
+}
+
+struct TraceBuf {
+    capacity: usize,
+    records: VecDeque<Record>,
+    dropped: u64,
+    started_ns: u64,
+}
+
+/// One concluded operation in a trace.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub id: u64,
+    pub name: Arc<str>,
+    /// Worker index + 1 (0: a thread that is not one of the runtime's workers).
+    pub worker: u32,
+    pub submit_ns: u64,
+    /// When every access was enrolled (a predecessor that finished later
+    /// has an edge; one that finished before may not).
+    pub enrolled_ns: u64,
+    pub start_ns: u64,
+    /// When its accesses were released (successors may start from then).
+    pub finish_ns: u64,
+    pub end_ns: u64,
+    /// Predecessors it waited for: (operation id, tensor id); id 0 is an
+    /// operation submitted before observation began.
+    pub preds: Vec<(u64, u32)>,
+    pub accesses: Vec<(u32, Mode)>,
+    pub status: Status,
+    pub message: String,
+    /// Device work: (device ordinal, stream, queued at, reported done at).
+    pub device: Option<(u32, u32, u64, u64)>,
+    /// When a deferred or external operation left the worker for its token.
+    pub parked_ns: Option<u64>,
+}
+
+/// The observation record attached to one task.
+pub(crate) struct TaskTrace {
+    obs: Arc<Observer>,
+    id: u64,
+    name: Arc<str>,
+    submit_ns: u64,
+    enrolled_ns: AtomicU64,
+    /// The tensor whose queue the task is being enrolled on.
+    current: AtomicU32,
+    enrolled: Mutex<Enrolled>,
+    start_ns: AtomicU64,
+    worker: AtomicU32,
+    finish_ns: AtomicU64,
+    /// Device ordinal << 32 | stream, or `u64::MAX`.
+    device: AtomicU64,
+    issue_ns: AtomicU64,
+    done_ns: AtomicU64,
+    /// When its body was handed to a token (deferred or external work).
+    parked_ns: AtomicU64,
+}
+
+#[derive(Default)]
+struct Enrolled {
+    accesses: Vec<(u32, Mode)>,
+    preds: Vec<(u64, u32)>,
+}
+
+impl Observer {
+    fn new(rt: &RuntimeInner) -> Observer {
+        Observer {
+            rt_id: rt.id(),
+            threads: rt.threads,
+            epoch: Instant::now(),
+            next_id: AtomicU64::new(1),
+            live: Mutex::new(BTreeMap::new()),
+            tensors: Mutex::new(TensorIds::default()),
+            rec: Mutex::new(None),
+            track: AtomicBool::new(false),
+            env_path: Mutex::new(None),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn tensor_id(&self, value: &Arc<Value>) -> u32 {
+        let mut t = self.tensors.lock();
+        let addr = Arc::as_ptr(value) as usize;
+        if let Some((id, w)) = t.by_addr.get(&addr) {
+            if std::ptr::eq(w.as_ptr(), Arc::as_ptr(value)) && w.strong_count() > 0 {
+                return *id;
+            }
+        }
+        let id = t.labels.len() as u32;
+        t.labels.push(format!("t{id} ({}{})", value.dtype().name(), if value.domain() == crate::domain::Domain::Host { String::new() } else { format!(", {:?}", value.domain()) }));
+        t.by_addr.insert(addr, (id, Arc::downgrade(value)));
+        id
+    }
+
+    fn label(&self, tensor: u32) -> String {
+        self.tensors.lock().labels.get(tensor as usize).cloned().unwrap_or_else(|| format!("t{tensor}"))
+    }
+
+    /// Whether anything keeps this observer registered.
+    fn wanted(&self) -> bool {
+        self.track.load(Ordering::Relaxed) || self.rec.lock().is_some()
+    }
+}
+
+/// The observer of runtime `id`, if it is observed.
+fn find(id: usize) -> Option<Arc<Observer>> {
+    OBSERVERS.lock().iter().find(|o| o.rt_id == id).cloned()
+}
+
+/// The observer of `rt`, registered if it was not.
+fn find_or_add(rt: &RuntimeInner) -> Arc<Observer> {
+    let mut all = OBSERVERS.lock();
+    if let Some(o) = all.iter().find(|o| o.rt_id == rt.id()) {
+        return o.clone();
+    }
+    let o = Arc::new(Observer::new(rt));
+    all.push(o.clone());
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    o
+}
+
+/// Unregister `o` if nothing wants it any more.
+fn release_if_unwanted(o: &Arc<Observer>) {
+    if o.wanted() {
+        return;
+    }
+    let mut all = OBSERVERS.lock();
+    if let Some(i) = all.iter().position(|x| Arc::ptr_eq(x, o)) {
+        all.remove(i);
+        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A submission of `rt` that passed its checks: attach an observation
+/// record to `task` (not yet enrolled) if `rt` is observed.
+#[cold]
+pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
+    let Some(obs) = find(rt.id()) else { return };
+    // SAFETY: the task is not enrolled yet: no other thread can see its work.
+    let Some(op) = (unsafe { task.work_mut() }).operation() else { return };
+    let id = obs.next_id.fetch_add(1, Ordering::Relaxed);
+    let trace = TaskTrace {
+        id,
+        name: Arc::from(op.name.to_origin().as_ref()),
+        submit_ns: obs.now(),
+        enrolled_ns: AtomicU64::new(0),
+        current: AtomicU32::new(u32::MAX),
+        enrolled: Mutex::new(Enrolled::default()),
+        start_ns: AtomicU64::new(0),
+        worker: AtomicU32::new(0),
+        finish_ns: AtomicU64::new(0),
+        device: AtomicU64::new(u64::MAX),
+        issue_ns: AtomicU64::new(0),
+        done_ns: AtomicU64::new(0),
+        parked_ns: AtomicU64::new(0),
+        obs: obs.clone(),
+    };
+    Task::set_trace(task, Box::new(trace));
+    if task.trace().is_some() && obs.track.load(Ordering::Relaxed) {
+        obs.live.lock().insert(id, task.clone());
+    }
+}
+
+impl TaskTrace {
+    /// The task is about to be enrolled on `value`'s queue for `mode`.
+    pub(crate) fn at_value(&self, value: &Arc<Value>, mode: Mode) {
+        let t = self.obs.tensor_id(value);
+        self.current.store(t, Ordering::Relaxed);
+        self.enrolled.lock().accesses.push((t, mode));
+    }
+
+    /// The task waits for `pred` (on the tensor being enrolled).
+    pub(crate) fn edge_from(&self, pred: &Task) {
+        let p = pred.trace().filter(|p| Arc::ptr_eq(&p.obs, &self.obs)).map_or(0, |p| p.id);
+        let t = self.current.load(Ordering::Relaxed);
+        self.enrolled.lock().preds.push((p, t));
+    }
+
+    /// Every access of the task is enrolled (its edges are all known).
+    pub(crate) fn enrolled(&self) {
+        self.enrolled_ns.store(self.obs.now(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn started(&self) {
+        if self.start_ns.load(Ordering::Relaxed) != 0 {
+            return; // a device task's finish runs through `execute` again
+        }
+        self.start_ns.store(self.obs.now().max(1), Ordering::Relaxed);
+        let w = rayon::current_thread_index().filter(|&i| i < self.obs.threads).map_or(0, |i| i as u32 + 1);
+        self.worker.store(w, Ordering::Relaxed);
+    }
+
+    pub(crate) fn issued(&self, device: u32, stream: u32) {
+        self.device.store((device as u64) << 32 | stream as u64, Ordering::Relaxed);
+        self.issue_ns.store(self.obs.now(), Ordering::Relaxed);
+    }
+
+    /// The task's completion is deferred to a token: it leaves the worker.
+    pub(crate) fn parked(&self) {
+        self.parked_ns.store(self.obs.now(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn device_done(&self) {
+        self.done_ns.store(self.obs.now(), Ordering::Relaxed);
+    }
+
+    /// The task is about to release its accesses: from now on it is not
+    /// pending work (a waiter it releases must not see it listed).
+    pub(crate) fn finishing(&self) {
+        self.finish_ns.store(self.obs.now(), Ordering::Relaxed);
+        let removed = self.obs.live.lock().remove(&self.id);
+        // The registry's count goes outside the lock (the caller holds another).
+        drop(removed);
+    }
+
+    /// The task's completion has been reported: it joins the trace, if one
+    /// is recorded.
+    pub(crate) fn concluded(&self, _task: &Arc<Task>, result: &Result<()>) {
+        let end = self.obs.now();
+        let mut rec = self.obs.rec.lock();
+        if let Some(buf) = rec.as_mut() {
+            let start = self.start_ns.load(Ordering::Relaxed);
+            let finish = self.finish_ns.load(Ordering::Relaxed);
+            let dev = self.device.load(Ordering::Relaxed);
+            let enrolled = self.enrolled.lock();
+            let record = Record {
+                id: self.id,
+                name: self.name.clone(),
+                worker: self.worker.load(Ordering::Relaxed),
+                submit_ns: self.submit_ns,
+                enrolled_ns: self.enrolled_ns.load(Ordering::Relaxed),
+                start_ns: if start == 0 { finish } else { start },
+                finish_ns: finish,
+                end_ns: end,
+                preds: enrolled.preds.clone(),
+                accesses: enrolled.accesses.clone(),
+                status: result.as_ref().err().map_or(Status::Ok, |e| e.status()),
+                message: result.as_ref().err().map_or(String::new(), |e| e.message().to_string()),
+                parked_ns: Some(self.parked_ns.load(Ordering::Relaxed)).filter(|&p| p != 0),
+                device: (dev != u64::MAX).then(|| ((dev >> 32) as u32, dev as u32, self.issue_ns.load(Ordering::Relaxed), self.done_ns.load(Ordering::Relaxed))),
+            };
+            if buf.records.len() >= buf.capacity {
+                buf.records.pop_front();
+                buf.dropped += 1;
+            }
+            if buf.capacity > 0 {
+                buf.records.push_back(record);
+            } else {
+                buf.dropped += 1;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- tracing
+
+/// Start recording a trace of `rt` with room for `capacity` task records
+/// (an earlier recording of it is discarded).
+pub(crate) fn trace_start(rt: &RuntimeInner, capacity: usize) {
+    let o = find_or_add(rt);
+    let now = o.now();
+    *o.rec.lock() = Some(TraceBuf { capacity, records: VecDeque::new(), dropped: 0, started_ns: now });
+}
+
+/// Stop recording `rt`'s trace and return it as Chrome trace-event JSON
+/// (`None` if it was not recording).
+pub(crate) fn trace_stop(rt_id: usize) -> Option<String> {
+    let o = find(rt_id)?;
+    let buf = o.rec.lock().take();
+    release_if_unwanted(&o);
+    buf.map(|b| to_json(&o, &b))
+}
+
+/// Stop recording and write the trace to `path`.
+pub(crate) fn trace_stop_to(rt_id: usize, path: &str) -> std::io::Result<bool> {
+    match trace_stop(rt_id) {
+        Some(json) => std::fs::write(path, json).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// Turn pending-work tracking of `rt` on or off.
+pub(crate) fn track(rt: &RuntimeInner, on: bool) {
+    if on {
+        find_or_add(rt).track.store(true, Ordering::Relaxed);
+    } else if let Some(o) = find(rt.id()) {
+        o.track.store(false, Ordering::Relaxed);
+        release_if_unwanted(&o);
+    }
+}
+
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Read => "read",
+        Mode::Write => "write",
+        Mode::Update => "update",
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// The track of deferred and external operations waiting for their token.
+const DEFERRED_TID: u64 = 999;
+
+/// Device tracks' thread ids: after the workers'.
+fn device_tid(dev: u32, stream: u32) -> u64 {
+    1000 + dev as u64 * 100 + stream as u64
+}
+
+/// The trace as Chrome trace-event JSON (the object form). Task slices are
+/// complete events (`ph: X`) on their worker's track, with the operation's
+/// details in `args`; dependency edges are flow events (`s`/`f`); device
+/// work is a slice on its stream's track; metadata names the tracks and
+/// gives the capacity and the number of dropped records.
+fn to_json(o: &Observer, b: &TraceBuf) -> String {
+    let pid = o.rt_id;
+    let mut ev: Vec<String> = Vec::new();
+    ev.push(format!(r#"{{"name":"process_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"tensorasync runtime {pid}"}}}}"#));
+    ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"other threads"}}}}"#));
+    for w in 0..o.threads {
+        ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{},"args":{{"name":"worker {w} (ta-rt{pid}-w{w})"}}}}"#, w + 1));
+        ev.push(format!(r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{},"args":{{"sort_index":{}}}}}"#, w + 1, w + 1));
+    }
+    let mut device_tracks = std::collections::BTreeSet::new();
+    let mut deferred_track = false;
+    // Where each recorded operation ran and when it released its successors.
+    let by_id: HashMap<u64, &Record> = b.records.iter().map(|r| (r.id, r)).collect();
+    let mut flow = 0u64;
+    for r in &b.records {
+        // Ready: when the last predecessor released it (or at submission).
+        let ready = r.preds.iter().filter_map(|(p, _)| by_id.get(p).map(|q| q.finish_ns)).fold(r.submit_ns, u64::max).min(r.start_ns.max(r.submit_ns));
+        let status = r.status.name();
+        let outcome = match r.status {
+            Status::Ok => "ok",
+            Status::Cancelled => "cancelled",
+            _ => "failed",
+        };
+        let accesses: Vec<String> = r.accesses.iter().map(|(t, m)| format!(r#"{{"tensor":{t},"label":"{}","mode":"{}"}}"#, esc(&o.label(*t)), mode_name(*m))).collect();
+        let preds: Vec<String> = r.preds.iter().map(|(p, t)| format!(r#"{{"op":{p},"tensor":{t}}}"#)).collect();
+        // The host interval: up to the issue for device work, else to the end.
+        let host_end = match (r.device, r.parked_ns) {
+            (Some((_, _, issue, _)), _) if issue >= r.start_ns => issue,
+            (_, Some(p)) if p >= r.start_ns => p,
+            _ => r.end_ns,
+        };
+        if let Some(p) = r.parked_ns {
+            // Deferred or external: the wait for its token, on a track of its own.
+            deferred_track = true;
+            ev.push(format!(
+                r#"{{"name":"{}","cat":"deferred","ph":"X","pid":{pid},"tid":{DEFERRED_TID},"ts":{},"dur":{},"args":{{"id":{}}}}}"#,
+                esc(&r.name),
+                us(p),
+                us(r.finish_ns.saturating_sub(p)),
+                r.id
+            ));
+        }
+        ev.push(format!(
+            r#"{{"name":"{name}","cat":"task","ph":"X","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"id":{id},"outcome":"{outcome}","status":"{status}","message":"{msg}","submit_us":{sub},"enrolled_us":{enr},"ready_us":{ready},"start_us":{ts},"finish_us":{fin},"end_us":{end},"accesses":[{acc}],"preds":[{preds}]}}}}"#,
+            name = esc(&r.name),
+            tid = r.worker,
+            ts = us(r.start_ns),
+            dur = us(host_end.saturating_sub(r.start_ns)),
+            id = r.id,
+            msg = esc(&r.message),
+            sub = us(r.submit_ns),
+            enr = us(r.enrolled_ns),
+            ready = us(ready),
+            fin = us(r.finish_ns),
+            end = us(r.end_ns),
+            acc = accesses.join(","),
+            preds = preds.join(","),
+        ));
+        if let Some((dev, stream, issue, done)) = r.device {
+            let tid = device_tid(dev, stream);
+            device_tracks.insert((dev, stream));
+            let done = if done >= issue { done } else { r.finish_ns.max(issue) };
+            ev.push(format!(
+                r#"{{"name":"{}","cat":"device","ph":"X","pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{{"id":{},"device":{dev},"stream":{stream}}}}}"#,
+                esc(&r.name),
+                us(issue),
+                us(done.saturating_sub(issue)),
+                r.id
+            ));
+        }
+        for (p, t) in &r.preds {
+            let Some(q) = by_id.get(p) else { continue };
+            flow += 1;
+            // Bound to the enclosing slices: inside the predecessor's host
+            // slice, and at the start of this one.
+            let from = q.start_ns.max(q.finish_ns.min(match q.device {
+                Some((_, _, issue, _)) if issue >= q.start_ns => issue,
+                _ => q.end_ns,
+            }));
+            ev.push(format!(r#"{{"name":"dep","cat":"dep","ph":"s","id":{flow},"pid":{pid},"tid":{},"ts":{},"args":{{"tensor":{t}}}}}"#, q.worker, us(from)));
+            ev.push(format!(r#"{{"name":"dep","cat":"dep","ph":"f","bp":"e","id":{flow},"pid":{pid},"tid":{},"ts":{}}}"#, r.worker, us(r.start_ns)));
+        }
+    }
+    if deferred_track {
+        ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{DEFERRED_TID},"args":{{"name":"deferred and external operations (until their token is finished)"}}}}"#));
+    }
+    for (dev, stream) in device_tracks {
+        ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{},"args":{{"name":"device {dev} stream {stream}"}}}}"#, device_tid(dev, stream)));
+    }
+    format!(
+        "{{\"traceEvents\":[\n{}\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{{\"library\":\"tensorasync {}\",\"runtime\":{pid},\"workers\":{},\"capacity\":{},\"recorded\":{},\"dropped\":{},\"started_us\":{}}}}}\n",
+        ev.join(",\n"),
+        env!("CARGO_PKG_VERSION"),
+        o.threads,
+        b.capacity,
+        b.records.len(),
+        b.dropped,
+        us(b.started_ns)
+    )
+}
+
+// ------------------------------------------------------------------ dump
+
+/// Output forms of [`dump`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DumpFormat {
+    Text,
+    Dot,
+}
+
+/// A report of every unfinished operation of runtime `rt` submitted while
+/// tracking was on, and of what each waits for.
+pub(crate) fn dump(rt: &RuntimeInner, format: DumpFormat) -> String {
+    let pending = rt.stats().pending;
+    match find(rt.id()) {
+        Some(o) => dump_observer(&o, Some(pending), format),
+        None => match format {
+            DumpFormat::Text => format!(
+                "tensorasync runtime {}: {pending} unfinished operation(s); pending-work tracking is off, so they cannot be listed \
+                 (turn it on with ta_runtime_track or TA_DUMP_SIGNAL before submitting)\n",
+                rt.id(),
+            ),
+            DumpFormat::Dot => format!("digraph tensorasync_rt{} {{\n  label=\"pending-work tracking is off\";\n}}\n", rt.id()),
+        },
+    }
+}
+
+/// The dump of every observed runtime (for the dump signal).
+fn dump_all() -> String {
+    let all: Vec<Arc<Observer>> = OBSERVERS.lock().clone();
+    if all.is_empty() {
+        return "tensorasync: no runtime tracks its pending work\n".to_string();
+    }
+    all.iter().map(|o| dump_observer(o, None, DumpFormat::Text)).collect()
+}
+
+fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> String {
+    let live: Vec<Arc<Task>> = o.live.lock().values().cloned().collect();
+    let now = o.now();
+    struct Item {
+        id: u64,
+        name: Arc<str>,
+        submit: u64,
+        start: u64,
+        accesses: Vec<(u32, Mode)>,
+        preds: Vec<(u64, u32)>,
+    }
+    let items: Vec<Item> = live
+        .iter()
+        .filter_map(|t| t.trace())
+        .map(|tt| {
+            let e = tt.enrolled.lock();
+            Item { id: tt.id, name: tt.name.clone(), submit: tt.submit_ns, start: tt.start_ns.load(Ordering::Relaxed), accesses: e.accesses.clone(), preds: e.preds.clone() }
+        })
+        .collect();
+    let names: HashMap<u64, (Arc<str>, bool)> = items.iter().map(|i| (i.id, (i.name.clone(), i.start != 0))).collect();
+    let secs = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+    let mut waiters: HashMap<u64, Vec<u64>> = HashMap::new();
+    for i in &items {
+        for (p, _) in &i.preds {
+            if names.contains_key(p) {
+                waiters.entry(*p).or_default().push(i.id);
+            }
+        }
+    }
+    let mut out = String::new();
+    match format {
+        DumpFormat::Text => {
+            let all = pending.map_or(String::new(), |p| format!(", {p} pending in all"));
+            let _ = writeln!(out, "tensorasync runtime {}: {} unfinished operation(s) observed{all}", o.rt_id, items.len());
+            for i in &items {
+                let waits: Vec<&(u64, u32)> = i.preds.iter().filter(|(p, _)| names.contains_key(p)).collect();
+                let state = if i.start != 0 {
+                    format!("RUNNING for {}", secs(now.saturating_sub(i.start)))
+                } else if waits.is_empty() {
+                    format!("READY (queued for a worker) for {}", secs(now.saturating_sub(i.submit)))
+                } else {
+                    format!("WAITING for {}", secs(now.saturating_sub(i.submit)))
+                };
+                let _ = writeln!(out, "op #{} \"{}\": {} (submitted {} ago)", i.id, i.name, state, secs(now.saturating_sub(i.submit)));
+                let acc: Vec<String> = i.accesses.iter().map(|(t, m)| format!("{} {}", o.label(*t), mode_name(*m))).collect();
+                let _ = writeln!(out, "    accesses: {}", acc.join(", "));
+                for (p, t) in waits {
+                    let (n, running) = &names[p];
+                    let _ = writeln!(out, "    waits for op #{p} \"{n}\" ({}) on tensor {}", if *running { "running" } else { "not started" }, o.label(*t));
+                }
+                if let Some(w) = waiters.get(&i.id) {
+                    let list: Vec<String> = w.iter().map(|x| format!("#{x} \"{}\"", names[x].0)).collect();
+                    let _ = writeln!(out, "    waited for by: {}", list.join(", "));
+                }
+            }
+        }
+        DumpFormat::Dot => {
+            let _ = writeln!(out, "digraph tensorasync_rt{} {{\n  rankdir=LR;\n  node [shape=box];", o.rt_id);
+            for i in &items {
+                let state = if i.start != 0 { "running" } else { "waiting" };
+                let style = if i.start != 0 { ", style=filled, fillcolor=\"#ffd8a8\"" } else { "" };
+                let _ = writeln!(out, "  op{} [label=\"#{} {}\\n{} {}\"{}];", i.id, i.id, esc(&i.name), state, secs(now.saturating_sub(if i.start != 0 { i.start } else { i.submit })), style);
+            }
+            for i in &items {
+                for (p, t) in &i.preds {
+                    if names.contains_key(p) {
+                        let _ = writeln!(out, "  op{p} -> op{} [label=\"{}\"];", i.id, esc(&o.label(*t)));
+                    }
+                }
+            }
+            out.push_str("}\n");
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------ environment
+
+struct EnvConfig {
+    trace: Option<String>,
+    capacity: usize,
+    track: bool,
+}
+
+fn env() -> &'static EnvConfig {
+    static ENV: OnceLock<EnvConfig> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let trace = std::env::var("TA_TRACE").ok().filter(|s| !s.is_empty());
+        let capacity = std::env::var("TA_TRACE_CAPACITY").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_CAPACITY);
+        let signal = std::env::var("TA_DUMP_SIGNAL").ok().filter(|s| !s.is_empty());
+        let track = match signal.as_deref().map(signal_number) {
+            Some(Some(sig)) => {
+                dump_signal::install(sig);
+                true
+            }
+            Some(None) => {
+                eprintln!("tensorasync: TA_DUMP_SIGNAL={} is not a signal name (USR1, USR2, ...): ignored", signal.unwrap_or_default());
+                false
+            }
+            None => false,
+        };
+        if trace.is_some() {
+            // SAFETY: registering a plain function with no preconditions.
+            unsafe { libc::atexit(write_env_traces_at_exit) };
+        }
+        EnvConfig { trace, capacity, track }
+    })
+}
+
+fn signal_number(name: &str) -> Option<i32> {
+    let n = name.trim().trim_start_matches("SIG");
+    Some(match n {
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "HUP" => libc::SIGHUP,
+        "QUIT" => libc::SIGQUIT,
+        "WINCH" => libc::SIGWINCH,
+        "URG" => libc::SIGURG,
+        _ => return n.parse().ok().filter(|&s| s > 0 && s < 65),
+    })
+}
+
+/// Where runtime `n`-th traced by `TA_TRACE` writes: the path itself for the
+/// first, `name.rt<id>.ext` for the others.
+fn env_path(base: &str, rt_id: usize, first: bool) -> String {
+    if first {
+        return base.to_string();
+    }
+    match base.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.contains('/') => format!("{stem}.rt{rt_id}.{ext}"),
+        _ => format!("{base}.rt{rt_id}"),
+    }
+}
+
+/// A new runtime: apply `TA_TRACE` and `TA_DUMP_SIGNAL`.
+pub(crate) fn runtime_created(rt: &RuntimeInner) {
+    let e = env();
+    if e.track {
+        track(rt, true);
+    }
+    if let Some(base) = &e.trace {
+        static TRACED: AtomicUsize = AtomicUsize::new(0);
+        let first = TRACED.fetch_add(1, Ordering::Relaxed) == 0;
+        trace_start(rt, e.capacity);
+        if let Some(o) = find(rt.id()) {
+            *o.env_path.lock() = Some(env_path(base, rt.id(), first));
+        }
+    }
+}
+
+/// Runtime `id` has stopped: write its `TA_TRACE` trace.
+pub(crate) fn runtime_stopped(id: usize) {
+    let Some(o) = find(id) else { return };
+    let Some(path) = o.env_path.lock().take() else { return };
+    if let Err(e) = trace_stop_to(id, &path) {
+        eprintln!("tensorasync: cannot write the trace to {path}: {e}");
+    }
+}
+
+extern "C" fn write_env_traces_at_exit() {
+    let all: Vec<Arc<Observer>> = OBSERVERS.lock().clone();
+    for o in all {
+        let path = o.env_path.lock().take();
+        if let Some(path) = path {
+            if let Err(e) = trace_stop_to(o.rt_id, &path) {
+                eprintln!("tensorasync: cannot write the trace to {path}: {e}");
+            }
+        }
+    }
+}
+
+/// The dump signal: its handler only writes a byte to a pipe (all a signal
+/// handler may do safely); a thread of its own reads the pipe and prints the
+/// dump, which takes locks and allocates, to stderr. A handler is used rather
+/// than `sigwait`: `sigwait` needs the signal blocked in every thread, which a
+/// library started after the program's threads cannot arrange.
+mod dump_signal {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+
+    extern "C" fn on_signal(_sig: libc::c_int) {
+        let fd = WRITE_FD.load(Ordering::Relaxed);
+        if fd >= 0 {
+            let b = 1u8;
+            // SAFETY: write(2) is async-signal-safe; the byte lives on this stack.
+            // A full pipe (dumps already asked for) drops the byte, harmlessly.
+            unsafe { libc::write(fd, (&b as *const u8).cast(), 1) };
+        }
+    }
+
+    pub(super) fn install(sig: i32) {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            eprintln!("tensorasync: TA_DUMP_SIGNAL: cannot create a pipe: {}", std::io::Error::last_os_error());
+            return;
+        }
+        let read_fd = fds[0];
+        // The reader blocks: clear O_NONBLOCK on its end only.
+        // SAFETY: fcntl on a descriptor this function owns.
+        unsafe { libc::fcntl(read_fd, libc::F_SETFL, 0) };
+        WRITE_FD.store(fds[1], Ordering::Relaxed);
+        let spawned = std::thread::Builder::new().name("ta-dump-signal".into()).spawn(move || loop {
+            let mut b = [0u8; 64];
+            // SAFETY: reads into a buffer of this stack frame, of its size.
+            let n = unsafe { libc::read(read_fd, b.as_mut_ptr().cast(), b.len()) };
+            if n > 0 {
+                let text = std::panic::catch_unwind(super::dump_all).unwrap_or_else(|_| "tensorasync: the dump failed\n".to_string());
+                eprint!("{text}");
+            } else if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return;
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("tensorasync: TA_DUMP_SIGNAL: cannot start its thread: {e}");
+            return;
+        }
+        // SAFETY: a zeroed sigaction is valid; the handler only calls write(2).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                eprintln!("tensorasync: TA_DUMP_SIGNAL: cannot install the handler: {}", std::io::Error::last_os_error());
+            }
+        }
+    }
+}

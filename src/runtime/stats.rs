@@ -1,0 +1,110 @@
+//! Counters of a runtime (`ta_runtime_stats`): what the hot paths count is
+//! kept where they already write, so counting costs no extra shared line.
+//!
+//! - Submissions and completions: the two halves of the sharded count of
+//!   outstanding tasks (see `ShardedCounter` in the parent module), which
+//!   every admission and retirement updates anyway.
+//! - Refusals (an admitted task that is dropped because the submission
+//!   failed), failures and cancellations: only on those (rare) paths.
+//! - Busy time and tasks taken from the ready queue: per worker, added by
+//!   the worker itself once per busy spell of a drainer (plain load and
+//!   store on its own line: one writer per slot).
+//! - The peak of pending operations: sampled by every 1024th admission of
+//!   each thread's slot and by every read of the counters.
+
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::{Result, Status};
+
+/// One worker's counters (written only by that worker).
+#[derive(Default)]
+pub(crate) struct WorkerSlot {
+    busy_ns: AtomicU64,
+    steals: AtomicU64,
+}
+
+/// The counters of one runtime that are not part of the sharded count.
+pub(crate) struct RuntimeStats {
+    workers: Box<[CachePadded<WorkerSlot>]>,
+    refused: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    peak: AtomicIsize,
+}
+
+/// A snapshot of a runtime's counters (see `ta_runtime_stats` for each).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub submitted: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub steals: u64,
+    pub queue_depth: u64,
+    pub pending: u64,
+    pub peak_pending: u64,
+    pub busy_ns: Vec<u64>,
+}
+
+impl RuntimeStats {
+    pub(crate) fn new(threads: usize) -> RuntimeStats {
+        RuntimeStats {
+            workers: (0..threads).map(|_| CachePadded::new(WorkerSlot::default())).collect(),
+            refused: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            peak: AtomicIsize::new(0),
+        }
+    }
+
+    /// An admitted task that never became an operation (its submission failed).
+    pub(crate) fn count_refusal(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An operation completed with `result`, an error.
+    #[cold]
+    pub(crate) fn count_failure(&self, result: &Result<()>) {
+        if let Err(e) = result {
+            let c = if e.status() == Status::Cancelled { &self.cancelled } else { &self.failed };
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Record `pending` operations as a candidate for the peak.
+    pub(crate) fn sample_pending(&self, pending: isize) {
+        self.peak.fetch_max(pending, Ordering::Relaxed);
+    }
+
+    /// A worker's busy spell that started at `since` and ran `taken` tasks
+    /// from the ready queue. `worker`: the worker's index in its pool.
+    pub(crate) fn add_busy(&self, worker: Option<usize>, since: Instant, until: Instant, taken: u64) {
+        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
+            // One writer per slot (the worker itself): no read-modify-write needed.
+            let ns = until.saturating_duration_since(since).as_nanos() as u64;
+            w.busy_ns.store(w.busy_ns.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
+            w.steals.store(w.steals.load(Ordering::Relaxed) + taken, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters, given the sharded totals.
+    pub(crate) fn snapshot(&self, admitted: u64, retired: u64, queue_depth: usize) -> Stats {
+        let refused = self.refused.load(Ordering::Relaxed);
+        let pending = admitted.saturating_sub(retired);
+        self.sample_pending(pending as isize);
+        Stats {
+            submitted: admitted.saturating_sub(refused),
+            completed: retired.saturating_sub(refused),
+            failed: self.failed.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+            steals: self.workers.iter().map(|w| w.steals.load(Ordering::Relaxed)).sum(),
+            queue_depth: queue_depth as u64,
+            pending,
+            peak_pending: self.peak.load(Ordering::Relaxed).max(0) as u64,
+            busy_ns: self.workers.iter().map(|w| w.busy_ns.load(Ordering::Relaxed)).collect(),
+        }
+    }
+}
