@@ -530,7 +530,8 @@ class runtime {
     explicit runtime(ta_runtime *r) noexcept : h_(r) {}
 #if !defined(TA_HPP_NO_EXCEPTIONS)
     /// A new runtime with `threads` workers (0: one per core).
-    explicit runtime(size_t threads) : h_(create(threads).release()) {}
+    template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>>
+    explicit runtime(I threads) : h_(create(static_cast<size_t>(threads)).release()) {}
 #endif
     static detail::ret<runtime> create(size_t threads = 0) {
         ta_runtime *r = nullptr;
@@ -1380,6 +1381,9 @@ template <typename F> F &stateless_instance(const F *f) {
 template <typename F>
 constexpr bool is_stateless = std::is_empty<F>::value && std::is_trivially_copyable<F>::value &&
                               std::is_trivially_destructible<F>::value;
+template <typename F>
+constexpr bool fits_in_pointer = sizeof(F) <= sizeof(void *) && alignof(F) <= alignof(void *) &&
+                                 std::is_trivially_copyable<F>::value && std::is_trivially_destructible<F>::value;
 } // namespace detail
 
 /// Submits a kernel: `f` receives one ta::view<T, N> per access, in order
@@ -1387,8 +1391,9 @@ constexpr bool is_stateless = std::is_empty<F>::value && std::is_trivially_copya
 /// granted. Views of const T are for in() accesses; writable views need
 /// out() or inout(). An exception thrown by f fails the operation and
 /// poisons its outputs, with what() as the error's message. A captureless
-/// f costs no allocation; one with state is moved to the heap and freed
-/// when the operation completes.
+/// f, or one whose state is trivially copyable and fits in a pointer, costs
+/// no allocation; larger state is moved to the heap and freed when the
+/// operation completes.
 template <typename F, typename... A>
 detail::ret<void> submit(const options &o, F &&f, A... accesses) {
     using Fn = std::decay_t<F>;
@@ -1408,6 +1413,17 @@ detail::ret<void> submit(const options &o, F &&f, A... accesses) {
                 return detail::kernel_trampoline<Fn>(v, n, detail::stateless_instance<Fn>(nullptr), ctx);
             },
             nullptr, o.name(), acc, sizeof...(A), o.c(), o.event_slot(&ev), &e);
+    } else if constexpr (detail::fits_in_pointer<Fn>) {
+        // Small trivially copyable state travels in the userdata pointer itself.
+        void *ud = nullptr;
+        std::memcpy(&ud, static_cast<const void *>(&f), sizeof(Fn));
+        s = ta_kernel_submit(
+            [](const ta_view *v, size_t n, void *u, ta_kernel_ctx *ctx) -> ta_status {
+                alignas(Fn) unsigned char buf[sizeof(Fn)];
+                std::memcpy(buf, &u, sizeof(Fn));
+                return detail::kernel_trampoline<Fn>(v, n, *std::launder(reinterpret_cast<Fn *>(buf)), ctx);
+            },
+            ud, o.name(), acc, sizeof...(A), o.c(), o.event_slot(&ev), &e);
     } else {
         Fn *box = new Fn(std::forward<F>(f));
         ta_submit sub = *o.c();
