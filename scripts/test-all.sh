@@ -45,6 +45,10 @@ make -C examples-c check
 step "install and pkg-config"
 make -C examples-c install-check
 
+step "C++ binding (C++17/20/23, no-exceptions mode, ASan+UBSan)"; scripts/test-cpp.sh
+step "Fortran binding (generated interfaces, tests, tiled example)"; scripts/test-fortran.sh
+step "packaging (CMake package, static library, pkg-config)"; scripts/test-packaging.sh
+
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
   RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" TA_DIFF_PROGRAMS=300 \

@@ -64,6 +64,7 @@ program test_fortran
   implicit none
   integer :: failures = 0, checks = 0
   type(ta_runtime) :: rt
+  integer(c_size_t) :: live
 
   call ta_runtime_create(rt, 2)
   call check(ta_library_version() == TA_VERSION_STRING, 'version')
@@ -73,6 +74,8 @@ program test_fortran
   call test_errors()
   call test_blas1()
   call ta_free(rt)
+  ! every handle made by the tests (tensors, views, events, errors) was freed
+  call check(c_ta_handles_live(live) == TA_STATUS_OK .and. live == 0, 'no live handles at the end')
   print '(a,i0,a,i0,a)', 'test_fortran: ', checks, ' checks, ', failures, ' failed'
   if (failures /= 0) error stop 1
 
