@@ -76,8 +76,8 @@
 #define TA_HPP_HAVE_EXPECTED 1
 #endif
 
-// Host mappings (ta_tensor_acquire) and readiness events (ta_tensor_ready)
-// come with the library version that defines TA_STATUS_ALREADY_FINISHED.
+// Host mappings (ta_tensor_acquire) come with the library version that
+// defines TA_STATUS_ALREADY_FINISHED.
 #if defined(TA_STATUS_ALREADY_FINISHED)
 #define TA_HPP_HAVE_MAPPING 1
 #endif
@@ -1634,22 +1634,10 @@ template <typename T> T completion_queue::run(task<T> t) {
 // ---------------------------------------------------------------- readiness
 
 inline detail::ret<event> tensor::ready() const {
-#if defined(TA_HPP_HAVE_MAPPING)
     ta_event *ev = nullptr;
     ta_error *e = nullptr;
     TA_HPP_CHECK(event, ta_tensor_ready(h_.get(), &ev, &e), e);
     return event(ev);
-#else
-    // Without ta_tensor_ready: a kernel that reads the tensor and does nothing.
-    ta_access a{h_.get(), TA_MODE_READ};
-    ta_event *ev = nullptr;
-    ta_error *e = nullptr;
-    TA_HPP_CHECK(event,
-                 ta_kernel_submit([](const ta_view *, size_t, void *, ta_kernel_ctx *) -> ta_status { return 0; },
-                                  nullptr, "ta::tensor::ready", &a, 1, nullptr, &ev, &e),
-                 e);
-    return event(ev);
-#endif
 }
 
 } // namespace ta

@@ -406,6 +406,25 @@ contains
     call finish(c_ta_tensor_wait(t%ptr, TA_WAIT_FOREVER, err), err, stat, errmsg, 'ta_wait')
   end subroutine wait_tensor
 
+  ! An event that completes once everything enrolled on the tensor so far has
+  ! (never blocks); its status is what ta_wait on the tensor would give then.
+  subroutine ta_ready(event, t, stat, errmsg)
+    type(ta_event), intent(out) :: event
+    type(ta_tensor), intent(in) :: t
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: err
+    err = c_null_ptr
+    call finish(c_ta_tensor_ready(t%ptr, event%ptr, err), err, stat, errmsg, 'ta_ready')
+  end subroutine ta_ready
+
+  ! Whether an operation has completed (never blocks).
+  function ta_done(event) result(done)
+    type(ta_event), intent(in) :: event
+    logical :: done
+    done = c_ta_event_poll(event%ptr) /= TA_STATUS_PENDING
+  end function ta_done
+
   ! Waits for an operation; its error if it failed.
   subroutine wait_event(e, stat, errmsg)
     type(ta_event), intent(in) :: e

@@ -697,6 +697,14 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_copy_out
     end function c_ta_copy_out
+    function c_ta_tensor_ready(tensor, event_out, error) bind(c, name='ta_tensor_ready')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: tensor
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_ready
+    end function c_ta_tensor_ready
     function c_ta_runtime_new(threads, runtime_out, error) bind(c, name='ta_runtime_new')
       use, intrinsic :: iso_c_binding
       implicit none

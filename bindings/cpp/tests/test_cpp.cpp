@@ -574,6 +574,8 @@ void test_events_and_cq(const ta::runtime &rt) {
     gate g;
     auto x = ta::tensor::zeros<double>({1});
     ta::submit(ta::options().on(rt2), [&g](ta::view<double, 1>) { g.wait(); }, ta::inout(x));
+    ta::event ready_before = x.ready();
+    CHECK(ready_before.poll() == ta::status::pending); // the gated kernel holds x
     ta::event later;
     ta::fill(x, 1.0, ta::options().on(rt2).event_to(later));
     std::thread opener([&] {

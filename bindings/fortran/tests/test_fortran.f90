@@ -141,6 +141,7 @@ contains
     real(c_double), target :: s
     real(c_double) :: ref(1000)
     type(ta_tensor) :: t, every3
+    type(ta_event) :: ev
     integer :: i
     x = [(real(i, c_double), i = 1, 1000)]
     s = 0.5_c_double
@@ -150,14 +151,16 @@ contains
     call ta_scale(t, 3.0_c_double, runtime=rt)
     call ta_section(every3, t, [1], [1000], [3])
     call ta_submit_kernel(c_funloc(k_affine), [every3], [TA_MODE_UPDATE], userdata=c_loc(s), runtime=rt)
-    call ta_wait(t)
+    call ta_ready(ev, t)
+    call ta_wait(ev)
+    call ta_free(ev)
     do i = 1, 1000
       ref(i) = 3.0_c_double * (2.0_c_double * real(i, c_double) + real(i, c_double) * 0.5_c_double)
     end do
     do i = 1, 1000, 3
       ref(i) = 2.0_c_double * ref(i) + real((i - 1) / 3 + 1, c_double) * 0.5_c_double
     end do
-    call check(maxval(abs(x - ref)) == 0.0_c_double, 'wrapped array updated asynchronously, read after ta_wait')
+    call check(maxval(abs(x - ref)) == 0.0_c_double, 'wrapped array updated asynchronously, read after its ready event')
     call ta_free(every3)
     call ta_free(t)
   end subroutine test_async_update
@@ -223,6 +226,14 @@ contains
     call ta_wait(ty, stat=st, errmsg=msg)
     call check(st == TA_STATUS_KERNEL_FAILED, 'failed kernel: tensor poisoned')
     call check(trim(msg) == 'the Fortran kernel refused', 'failed kernel: tensor message')
+    ! the readiness event of the poisoned tensor carries the same error
+    call ta_free(ev)
+    call ta_ready(ev, ty)
+    msg = ''
+    call ta_wait(ev, stat=st, errmsg=msg)
+    call check(ta_done(ev), 'ready event done after ta_wait')
+    call check(st == TA_STATUS_KERNEL_FAILED .and. trim(msg) == 'the Fortran kernel refused', &
+        'ready event of a poisoned tensor: status and message')
     ! Cholesky of a matrix that is not positive definite
     a = reshape([1, 2, 0, 2, 1, 0, 0, 0, 1], [3, 3])
     call ta_potrf(ta, TA_UPLO_LOWER, runtime=rt)
