@@ -10,18 +10,43 @@
 // Rounds alternate C and C++ (7 rounds, the first is warm-up); the medians of
 // the other 6 are reported as ns per task, with the ratio C++ / C.
 // Usage: bench_overhead [N (100000)]. Run by hand; not part of the test suite.
+//        bench_overhead N c|cpp [a|b|c]  runs the patterns (all three, or one) once with one
+//        implementation only, for instruction counts that the machine's load
+//        does not disturb: under `valgrind --tool=callgrind --instr-atstart=no`
+//        only the timed regions are counted (N tasks per pattern).
 #include <tensorasync.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define TA_BENCH_CALLGRIND 1
+#endif
 
 namespace {
 
 double now_ns() {
     return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The timed regions; under `valgrind --tool=callgrind --instr-atstart=no`
+// only they are counted (submissions and the workers' runs of the tasks).
+double begin_timed() {
+#if defined(TA_BENCH_CALLGRIND)
+    CALLGRIND_START_INSTRUMENTATION;
+#endif
+    return now_ns();
+}
+double end_timed() {
+#if defined(TA_BENCH_CALLGRIND)
+    CALLGRIND_STOP_INSTRUMENTATION;
+#endif
+    return now_ns();
 }
 
 void die(ta_status s, const char *what) {
@@ -58,10 +83,10 @@ double c_a(ta_runtime *rt, long n) {
     ta_submit o{};
     o.runtime = rt;
     ta_tensor *x = c_scalar();
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i) c_submit(c_inc, x, TA_MODE_UPDATE, &o);
     ta_tensor_wait(x, TA_WAIT_FOREVER, nullptr);
-    double t1 = now_ns();
+    double t1 = end_timed();
     ta_tensor_free(x);
     return (t1 - t0) / double(n);
 }
@@ -70,10 +95,10 @@ double c_b(ta_runtime *rt, long n) {
     o.runtime = rt;
     std::vector<ta_tensor *> xs(n);
     for (auto &x : xs) x = c_scalar();
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i) c_submit(c_inc, xs[i], TA_MODE_UPDATE, &o);
     ta_runtime_wait_idle(rt, TA_WAIT_FOREVER, nullptr);
-    double t1 = now_ns();
+    double t1 = end_timed();
     for (auto x : xs) ta_tensor_free(x);
     return (t1 - t0) / double(n);
 }
@@ -81,13 +106,13 @@ double c_c(ta_runtime *rt, long rounds) {
     ta_submit o{};
     o.runtime = rt;
     ta_tensor *x = c_scalar();
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long r = 0; r < rounds; ++r) {
         c_submit(c_inc, x, TA_MODE_UPDATE, &o);
         for (int k = 0; k < 8; ++k) c_submit(c_read, x, TA_MODE_READ, &o);
     }
     ta_tensor_wait(x, TA_WAIT_FOREVER, nullptr);
-    double t1 = now_ns();
+    double t1 = end_timed();
     ta_tensor_free(x);
     return (t1 - t0) / double(rounds * 9);
 }
@@ -102,52 +127,52 @@ const auto rd = [](ta::view<const double, 1> v) {
 double cpp_a(const ta::runtime &rt, long n) {
     const ta::options o = ta::options().on(rt);
     auto x = ta::tensor::zeros<double>({1});
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i) ta::submit(o, inc, ta::inout(x));
     x.wait();
-    return (now_ns() - t0) / double(n);
+    return (end_timed() - t0) / double(n);
 }
 double cpp_a_state(const ta::runtime &rt, long n) {
     const ta::options o = ta::options().on(rt);
     auto x = ta::tensor::zeros<double>({1});
     double step = 1.0;
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i) ta::submit(o, [step](ta::view<double, 1> v) { v(0) += step; }, ta::inout(x));
     x.wait();
     rt.wait_idle();
-    return (now_ns() - t0) / double(n);
+    return (end_timed() - t0) / double(n);
 }
 double cpp_a_big(const ta::runtime &rt, long n) {
     const ta::options o = ta::options().on(rt);
     auto x = ta::tensor::zeros<double>({1});
     double s0 = 1.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i)
         ta::submit(o, [s0, s1, s2, s3](ta::view<double, 1> v) { v(0) += s0 + s1 + s2 + s3; }, ta::inout(x));
     x.wait();
     rt.wait_idle();
-    return (now_ns() - t0) / double(n);
+    return (end_timed() - t0) / double(n);
 }
 double cpp_b(const ta::runtime &rt, long n) {
     const ta::options o = ta::options().on(rt);
     std::vector<ta::tensor> xs;
     xs.reserve(n);
     for (long i = 0; i < n; ++i) xs.push_back(ta::tensor::zeros<double>({1}));
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long i = 0; i < n; ++i) ta::submit(o, inc, ta::inout(xs[i]));
     rt.wait_idle();
-    return (now_ns() - t0) / double(n);
+    return (end_timed() - t0) / double(n);
 }
 double cpp_c(const ta::runtime &rt, long rounds) {
     const ta::options o = ta::options().on(rt);
     auto x = ta::tensor::zeros<double>({1});
-    double t0 = now_ns();
+    double t0 = begin_timed();
     for (long r = 0; r < rounds; ++r) {
         ta::submit(o, inc, ta::inout(x));
         for (int k = 0; k < 8; ++k) ta::submit(o, rd, ta::in(x));
     }
     x.wait();
-    return (now_ns() - t0) / double(rounds * 9);
+    return (end_timed() - t0) / double(rounds * 9);
 }
 
 double median(std::vector<double> v) {
@@ -160,6 +185,20 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
     long n = argc > 1 ? std::atol(argv[1]) : 100000;
     if (n < 10) n = 10;
+    if (argc > 2) {
+        ta::runtime rt1(2);
+        const std::string which = argv[2];
+        const std::string pat = argc > 3 ? argv[3] : "abc";
+        if (which != "c" && which != "cpp") {
+            std::fprintf(stderr, "usage: %s [N] [c|cpp [a|b|c|abc]]\n", argv[0]);
+            return 2;
+        }
+        const bool c = which == "c";
+        if (pat.find('a') != std::string::npos) c ? c_a(rt1.get(), n) : cpp_a(rt1, n);
+        if (pat.find('b') != std::string::npos) c ? c_b(rt1.get(), n) : cpp_b(rt1, n);
+        if (pat.find('c') != std::string::npos) c ? c_c(rt1.get(), n / 9) : cpp_c(rt1, n / 9);
+        return 0;
+    }
     const int rounds = 7;
     ta::runtime rt(2);
     std::vector<double> ca, cb, cc, pa, pb, pc, ps, pbig;
