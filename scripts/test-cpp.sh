@@ -32,21 +32,23 @@ done
 echo "ta::status covers every TA_STATUS_* of the header"
 
 run() { echo "+ $*"; "$@"; }
+# Test programs get a time limit, so that a hang fails instead of blocking CI.
+run_test() { echo "+ $*"; timeout 300 "$@"; }
 
 for std in 17 20 23; do
   run $CXX -std=c++$std -O1 -g $WARN $INC bindings/cpp/tests/test_cpp.cpp -o "$OUT/test_cpp_$std" $LINK
-  run "$OUT/test_cpp_$std"
+  run_test "$OUT/test_cpp_$std"
 done
 for std in 17 23; do
   run $CXX -std=c++$std -fno-exceptions -O1 -g $WARN $INC bindings/cpp/tests/test_cpp_noexc.cpp \
     -o "$OUT/test_cpp_noexc_$std" $LINK
-  run "$OUT/test_cpp_noexc_$std"
+  run_test "$OUT/test_cpp_noexc_$std"
 done
 run $CXX -std=c++20 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   $WARN $INC bindings/cpp/tests/test_cpp.cpp -o "$OUT/test_cpp_asan" $LINK
-ASAN_OPTIONS=detect_leaks=1 run "$OUT/test_cpp_asan"
+ASAN_OPTIONS=detect_leaks=1 run_test "$OUT/test_cpp_asan"
 
 run $CXX -std=c++17 -O2 $WARN $INC bindings/cpp/examples/tiled_cholesky.cpp -o "$OUT/tiled_cholesky" $LINK
-run "$OUT/tiled_cholesky"
+run_test "$OUT/tiled_cholesky"
 run $CXX -std=c++17 -O2 $WARN $INC bindings/cpp/examples/bench_overhead.cpp -o "$OUT/bench_overhead" $LINK
 echo "C++ binding tests passed (benchmark built: $OUT/bench_overhead)"

@@ -76,11 +76,6 @@
 #define TA_HPP_HAVE_EXPECTED 1
 #endif
 
-// Host mappings (ta_tensor_acquire) come with the library version that
-// defines TA_STATUS_ALREADY_FINISHED.
-#if defined(TA_STATUS_ALREADY_FINISHED)
-#define TA_HPP_HAVE_MAPPING 1
-#endif
 
 namespace ta {
 
@@ -115,9 +110,7 @@ enum class status : ta_status {
     out_of_memory = TA_STATUS_OUT_OF_MEMORY,
     panic = TA_STATUS_PANIC,
     no_backend = TA_STATUS_NO_BACKEND,
-#if defined(TA_STATUS_ALREADY_FINISHED)
     already_finished = TA_STATUS_ALREADY_FINISHED,
-#endif
     cuda_unavailable = TA_STATUS_CUDA_UNAVAILABLE,
     cuda_error = TA_STATUS_CUDA_ERROR,
     internal = TA_STATUS_INTERNAL,
@@ -344,9 +337,10 @@ struct deleter {
     void operator()(ta_runtime *p) const noexcept { ta_runtime_free(p); }
     void operator()(ta_cq *p) const noexcept { ta_cq_free(p); }
     void operator()(ta_blocks *p) const noexcept { ta_blocks_free(p); }
-#if defined(TA_HPP_HAVE_MAPPING)
     void operator()(ta_mapping *p) const noexcept { ta_mapping_free(p); }
-#endif
+    void operator()(ta_token *p) const noexcept {
+        if (p) ta_token_finish(p, TA_STATUS_KERNEL_FAILED, "the operation's token was destroyed unfinished");
+    }
 };
 template <typename T> using handle = std::unique_ptr<T, deleter>;
 
@@ -737,7 +731,6 @@ struct slice {
     constexpr slice(int64_t a, int64_t b, int64_t s, int32_t d) noexcept : c{a, b, s, d} {}
 };
 
-#if defined(TA_HPP_HAVE_MAPPING)
 /// Host access to a tensor's elements, granted by the tensor's epoch queue;
 /// held until the mapping is destroyed. M is the access mode.
 template <mode M> class mapping {
@@ -755,13 +748,34 @@ template <mode M> class mapping {
         if (const char *why = V::check(v)) TA_HPP_FAIL(V, error(status::dtype_mismatch, why, "ta::mapping::view"));
         return V::from_c(v);
     }
-    /// Ends the access now (as destruction does).
+    /// Ends the access now (as destruction does); later writers may then run.
     void reset() noexcept { h_.reset(); }
+    explicit operator bool() const noexcept { return bool(h_); }
 
   private:
     detail::handle<ta_mapping> h_;
 };
-#endif
+
+/// An access enrolled but maybe not granted yet (tensor::read_async() ...):
+/// `co_await` it (C++20) or wait() for the granted mapping. The access is
+/// enrolled from the call on, so later writers wait for it.
+template <mode M> class pending_mapping {
+  public:
+    pending_mapping(ta_mapping *m, ta_event *e) noexcept : m_(m), ev_(e) {}
+    /// The event that completes when the access is granted (or fails).
+    const event &granted() const noexcept { return ev_; }
+    /// Blocks until the access is granted; the tensor's error if it cannot be.
+    detail::ret<mapping<M>> wait() && {
+        ta_status s = ta_event_wait(ev_.get(), TA_WAIT_FOREVER);
+        if (s != TA_STATUS_OK) TA_HPP_FAIL(mapping<M>, ev_.failure(s));
+        return std::move(m_);
+    }
+    mapping<M> take() noexcept { return std::move(m_); }
+
+  private:
+    mapping<M> m_;
+    event ev_;
+};
 
 /// A tensor handle (a value, or a view of one).
 class tensor {
@@ -1017,7 +1031,6 @@ class tensor {
         return v;
     }
 
-#if defined(TA_HPP_HAVE_MAPPING)
     /// Blocking host access: waits for earlier writers (read) or every earlier
     /// access (write, update); held while the returned mapping lives.
     detail::ret<mapping<mode::read>> read(int64_t timeout_ns = forever) const { return acquire<mode::read>(timeout_ns); }
@@ -1033,7 +1046,26 @@ class tensor {
         TA_HPP_CHECK(mapping<M>, ta_tensor_acquire(h_.get(), static_cast<ta_mode>(M), timeout_ns, &m, &e), e);
         return mapping<M>(m);
     }
-#endif
+    /// Non-blocking host access: enrolled now, granted later (co_await it or wait()).
+    detail::ret<pending_mapping<mode::read>> read_async() const { return acquire_async<mode::read>(); }
+    detail::ret<pending_mapping<mode::write>> write_async() const { return acquire_async<mode::write>(); }
+    detail::ret<pending_mapping<mode::update>> update_async() const { return acquire_async<mode::update>(); }
+    template <mode M> detail::ret<pending_mapping<M>> acquire_async() const {
+        ta_mapping *m = nullptr;
+        ta_event *ev = nullptr;
+        ta_error *e = nullptr;
+        TA_HPP_CHECK(pending_mapping<M>,
+                     ta_tensor_acquire_async(h_.get(), static_cast<ta_mode>(M), &m, &ev, &e), e);
+        return pending_mapping<M>(m, ev);
+    }
+
+    /// Wraps caller memory without copying, the release (after the last access)
+    /// reported as the entry {tag, ok} on `cq`: no code of the caller's runs on
+    /// a library thread for it. A const T gives a read-only tensor.
+    template <typename T>
+    static detail::ret<tensor> wrap_notify(T *data, const std::vector<size_t> &extents, const completion_queue &cq,
+                                           uint64_t tag, order o = order::row_major,
+                                           const std::vector<ptrdiff_t> &strides = {});
 
   private:
     template <typename B> static void release_box(void *u) noexcept {
@@ -1050,6 +1082,25 @@ class tensor {
     }
     detail::handle<ta_tensor> h_;
 };
+
+template <typename T>
+inline detail::ret<tensor> tensor::wrap_notify(T *data, const std::vector<size_t> &extents, const completion_queue &cq,
+                                               uint64_t tag, order o, const std::vector<ptrdiff_t> &strides) {
+    ta_wrap_options w;
+    std::memset(&w, 0, sizeof w);
+    w.struct_size = sizeof w;
+    w.flags = std::is_const<T>::value ? TA_WRAP_READ_ONLY : 0;
+    w.release_cq = cq.get();
+    w.release_tag = tag;
+    ta_tensor *t = nullptr;
+    ta_error *e = nullptr;
+    TA_HPP_CHECK(tensor,
+                 ta_tensor_wrap_ex(static_cast<ta_dtype>(dtype_v<T>), extents.size(), extents.data(),
+                                   strides.empty() ? nullptr : strides.data(), static_cast<ta_order>(o),
+                                   const_cast<void *>(static_cast<const void *>(data)), &w, &t, &e),
+                 e);
+    return tensor(t);
+}
 
 /// A block array: one allocation cut into blocks, each with its own epoch queue.
 class block_array {
@@ -1238,11 +1289,58 @@ inline detail::ret<void> syrk(const tensor &c, ta::uplo u, scalar alpha, const t
 
 // ---------------------------------------------------------------- user kernels
 
+/// One unfinished operation whose completion the program reports: a kernel
+/// that called ctx.defer(), or an operation from ta::external(). finish()
+/// completes it; a token destroyed unfinished fails its operation (outputs
+/// poisoned, with a message saying so). finish() may be called on any thread.
+class token {
+  public:
+    token() = default;
+    explicit token(ta_token *t) noexcept : h_(t) {}
+    ta_token *get() const noexcept { return h_.get(); }
+    explicit operator bool() const noexcept { return bool(h_); }
+
+    /// Completes the operation with `s` (ok, or a failure whose message is
+    /// `message`). Returns ok, already_finished (the runtime cancelled it
+    /// first), or a handle status for a token finished before.
+    ta::status finish(ta::status s = ta::status::ok, const char *message = nullptr) noexcept {
+        return static_cast<ta::status>(ta_token_finish(h_.release(), static_cast<ta_status>(s), message));
+    }
+    /// The typed view of access `index` of an external operation (valid until
+    /// finish); fails with status pending before its accesses are granted.
+    template <typename T, size_t N> detail::ret<view<T, N>> view(size_t index) const {
+        using V = ta::view<T, N>;
+        std::vector<ta_view> vs(8);
+        size_t n = 0;
+        ta_status s = ta_token_views(h_.get(), vs.data(), vs.size(), &n);
+        if (s == TA_STATUS_BUFFER_TOO_SMALL) {
+            vs.resize(n);
+            s = ta_token_views(h_.get(), vs.data(), vs.size(), &n);
+        }
+        TA_HPP_CHECK(V, s, nullptr);
+        if (index >= n) TA_HPP_FAIL(V, error(status::out_of_range, "no access with this index", "ta::token::view"));
+        if (const char *why = V::check(vs[index])) TA_HPP_FAIL(V, error(status::dtype_mismatch, why, "ta::token::view"));
+        return V::from_c(vs[index]);
+    }
+
+  private:
+    detail::handle<ta_token> h_;
+};
+
 /// The context of a running kernel (first parameter of a kernel, optional).
 class kernel_ctx {
   public:
     explicit kernel_ctx(ta_kernel_ctx *c) noexcept : c_(c) {}
     ta_kernel_ctx *get() const noexcept { return c_; }
+    /// The operation will not complete when the kernel returns but when the
+    /// returned token is finished; it keeps its accesses until then without
+    /// occupying a worker. The views' data stay valid until then (ta::view
+    /// holds its own copy of extents and strides, so views may be kept).
+    detail::ret<token> defer() const {
+        ta_token *t = nullptr;
+        TA_HPP_CHECK(token, ta_kernel_defer(c_, &t), nullptr);
+        return token(t);
+    }
     /// Runs f(begin, end) over pieces of [begin, end) in parallel on the runtime's workers.
     template <typename F> void parallel_for(size_t begin, size_t end, size_t grain, F &&f) const {
         using B = std::remove_reference_t<F>;
@@ -1446,6 +1544,27 @@ detail::ret<void> submit(F &&f, A0 a0, A... accesses) {
     return submit(options(), std::forward<F>(f), a0, accesses...);
 }
 
+/// An operation whose body the program runs on its own thread.
+struct external_op {
+    ta::token token;     // finish() it when the work is done
+    ta::event started;   // completes when every access is granted (or an input is poisoned)
+    ta::event completed; // the operation's completion
+};
+/// Enrolls an external operation with these accesses (same rules as submit):
+/// wait for `started`, work on `token.view<T, N>(k)`, then `token.finish()`.
+template <typename... A> detail::ret<external_op> external(const options &o, A... accesses) {
+    const ta_access acc[sizeof...(A) > 0 ? sizeof...(A) : 1] = {accesses.c...};
+    ta_token *t = nullptr;
+    ta_event *st = nullptr, *ev = nullptr;
+    ta_error *e = nullptr;
+    TA_HPP_CHECK(external_op, ta_external_submit(acc, sizeof...(A), o.name(), o.c(), &t, &st, &ev, &e), e);
+    external_op op;
+    op.token = ta::token(t);
+    op.started = ta::event(st);
+    op.completed = ta::event(ev);
+    return op;
+}
+
 // ---------------------------------------------------------------- coroutines
 
 #if defined(TA_HPP_HAVE_COROUTINES)
@@ -1537,6 +1656,25 @@ struct owning_awaiter : event::awaiter {
     explicit owning_awaiter(event &&e) noexcept : event::awaiter(e.get(), nullptr, true), held(std::move(e)) {}
 };
 inline owning_awaiter operator co_await(event &&e) noexcept { return owning_awaiter(std::move(e)); }
+
+/// co_await t.read_async(): the granted mapping (throws the tensor's error).
+template <mode M> struct mapping_awaiter : event::awaiter {
+    pending_mapping<M> p;
+    explicit mapping_awaiter(pending_mapping<M> &&pm) noexcept
+        : event::awaiter(pm.granted().get(), nullptr, true), p(std::move(pm)) {}
+    detail::ret<mapping<M>> await_resume() {
+#if defined(TA_HPP_NO_EXCEPTIONS)
+        auto r = event::awaiter::await_resume();
+        if (!r) return detail::fail_with<mapping<M>>(r.error());
+#else
+        event::awaiter::await_resume();
+#endif
+        return p.take();
+    }
+};
+template <mode M> inline mapping_awaiter<M> operator co_await(pending_mapping<M> &&pm) noexcept {
+    return mapping_awaiter<M>(std::move(pm));
+}
 
 namespace detail {
 struct promise_base {

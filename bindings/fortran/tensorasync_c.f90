@@ -12,6 +12,7 @@ module tensorasync_c
   integer(c_int32_t), parameter :: TA_DOMAIN_HOST = -1_c_int32_t
   integer(c_int64_t), parameter :: TA_WAIT_FOREVER = -1_c_int64_t
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
+  integer(c_int32_t), parameter :: TA_WRAP_READ_ONLY = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MAJOR = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MINOR = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_PATCH = 0_c_int32_t
@@ -43,6 +44,7 @@ module tensorasync_c
   integer(c_int32_t), parameter :: TA_STATUS_OUT_OF_MEMORY = 44_c_int32_t
   integer(c_int32_t), parameter :: TA_STATUS_PANIC = 45_c_int32_t
   integer(c_int32_t), parameter :: TA_STATUS_NO_BACKEND = 46_c_int32_t
+  integer(c_int32_t), parameter :: TA_STATUS_ALREADY_FINISHED = 47_c_int32_t
   integer(c_int32_t), parameter :: TA_STATUS_CUDA_UNAVAILABLE = 50_c_int32_t
   integer(c_int32_t), parameter :: TA_STATUS_CUDA_ERROR = 51_c_int32_t
   integer(c_int32_t), parameter :: TA_STATUS_INTERNAL = 99_c_int32_t
@@ -111,6 +113,15 @@ module tensorasync_c
     real(c_double) :: re
     real(c_double) :: im
   end type ta_scalar
+
+  type, bind(c) :: ta_wrap_options
+    integer(c_int32_t) :: struct_size
+    integer(c_int32_t) :: flags
+    type(c_funptr) :: release
+    type(c_ptr) :: release_userdata
+    type(c_ptr) :: release_cq
+    integer(c_int64_t) :: release_tag
+  end type ta_wrap_options
 
   type, bind(c) :: ta_slice
     integer(c_int64_t) :: start
@@ -705,6 +716,98 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_ready
     end function c_ta_tensor_ready
+    function c_ta_tensor_acquire(tensor, mode, timeout_ns, mapping_out, error) bind(c, &
+        name='ta_tensor_acquire')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int32_t), value :: mode
+      integer(c_int64_t), value :: timeout_ns
+      type(c_ptr), optional :: mapping_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_acquire
+    end function c_ta_tensor_acquire
+    function c_ta_tensor_acquire_async(tensor, mode, mapping_out, event_out, error) bind(c, &
+        name='ta_tensor_acquire_async')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int32_t), value :: mode
+      type(c_ptr), optional :: mapping_out
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_acquire_async
+    end function c_ta_tensor_acquire_async
+    function c_ta_mapping_view(mapping, view_out) bind(c, name='ta_mapping_view')
+      use, intrinsic :: iso_c_binding
+      import :: ta_view
+      implicit none
+      type(c_ptr), value :: mapping
+      type(ta_view), intent(out), optional :: view_out
+      integer(c_int32_t) :: c_ta_mapping_view
+    end function c_ta_mapping_view
+    function c_ta_mapping_free(mapping) bind(c, name='ta_mapping_free')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: mapping
+      integer(c_int32_t) :: c_ta_mapping_free
+    end function c_ta_mapping_free
+    function c_ta_kernel_defer(ctx, token_out) bind(c, name='ta_kernel_defer')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: ctx
+      type(c_ptr), optional :: token_out
+      integer(c_int32_t) :: c_ta_kernel_defer
+    end function c_ta_kernel_defer
+    function c_ta_external_submit(accesses, naccesses, name, options, token_out, started_out, &
+        event_out, error) bind(c, name='ta_external_submit')
+      use, intrinsic :: iso_c_binding
+      import :: ta_access, ta_submit
+      implicit none
+      type(ta_access), intent(in), optional :: accesses(*)
+      integer(c_size_t), value :: naccesses
+      type(c_ptr), value :: name
+      type(ta_submit), intent(in), optional :: options
+      type(c_ptr), optional :: token_out
+      type(c_ptr), optional :: started_out
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_external_submit
+    end function c_ta_external_submit
+    function c_ta_token_views(token, views_out, cap, count_out) bind(c, name='ta_token_views')
+      use, intrinsic :: iso_c_binding
+      import :: ta_view
+      implicit none
+      type(c_ptr), value :: token
+      type(ta_view), intent(inout), optional :: views_out(*)
+      integer(c_size_t), value :: cap
+      integer(c_size_t), intent(out), optional :: count_out
+      integer(c_int32_t) :: c_ta_token_views
+    end function c_ta_token_views
+    function c_ta_token_finish(token, status, message) bind(c, name='ta_token_finish')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: token
+      integer(c_int32_t), value :: status
+      type(c_ptr), value :: message
+      integer(c_int32_t) :: c_ta_token_finish
+    end function c_ta_token_finish
+    function c_ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, tensor_out, &
+        error) bind(c, name='ta_tensor_wrap_ex')
+      use, intrinsic :: iso_c_binding
+      import :: ta_wrap_options
+      implicit none
+      integer(c_int32_t), value :: dtype
+      integer(c_size_t), value :: rank
+      integer(c_size_t), intent(in), optional :: extents(*)
+      integer(c_ptrdiff_t), intent(in), optional :: strides(*)
+      integer(c_int32_t), value :: order
+      type(c_ptr), value :: data
+      type(ta_wrap_options), intent(in), optional :: options
+      type(c_ptr), optional :: tensor_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_wrap_ex
+    end function c_ta_tensor_wrap_ex
     function c_ta_runtime_new(threads, runtime_out, error) bind(c, name='ta_runtime_new')
       use, intrinsic :: iso_c_binding
       implicit none

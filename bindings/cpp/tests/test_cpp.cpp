@@ -667,33 +667,167 @@ void test_coroutines(const ta::runtime &rt) {
 }
 #endif
 
-#if defined(TA_HPP_HAVE_MAPPING)
 void test_mappings(const ta::options &o) {
     auto t = ta::tensor::zeros<double>({2, 3});
     ta::fill(t, 2.0, o);
     {
-        auto r = t.read();
+        auto r = t.read(); // waits for the fill
         auto v = r.view<double, 2>();
         static_assert(std::is_const<typename decltype(v)::element_type>::value, "read views are const");
-        CHECK(v(1, 2) == 2.0 && v.extent(0) == 2 && v.extent(1) == 3);
+        CHECK((v(1, 2) == 2.0 && v.extent(0) == 2 && v.extent(1) == 3));
+        // a later reader does not wait for a live read mapping; a later writer does
+        auto r2 = t.read(); // would hang if it waited for r
+        CHECK((r2.view<double, 2>()(0, 0) == 2.0));
+        ta::event w;
+        ta::fill(t, 3.0, ta::options(o).event_to(w));
+        CHECK(w.poll() == ta::status::pending);
+        r2.reset();
+        CHECK(w.poll() == ta::status::pending); // r still holds its access
     }
     {
-        auto w = t.update();
-        auto v = w.view<double, 2>();
+        auto u = t.update(); // after the fill of 3
+        auto v = u.view<double, 2>();
+        CHECK(v(0, 0) == 3.0);
         v(0, 1) = 5.0;
-        // a later operation waits for the mapping
         ta::event ev;
         ta::scale(t, 2.0, ta::options(o).event_to(ev));
-        CHECK(ev.wait_for(20000000) == ta::status::timeout);
+        CHECK(ev.poll() == ta::status::pending); // waits for the mapping
     }
     auto out = t.to_vector<double>();
-    CHECK(out[1] == 10.0 && out[0] == 4.0);
+    CHECK(out[1] == 10.0 && out[0] == 6.0);
     try {
         (void)t.read().view<float, 2>();
         CHECK(false);
     } catch (const ta::error &e) {
         CHECK(e.status() == ta::status::dtype_mismatch);
     }
+    // A poisoned tensor: read fails with its error; write overwrites and cleans.
+    auto p = ta::tensor::zeros<double>({2});
+    ta::submit(ta::options(o).name("poisoner"), [](ta::view<double, 1>) { throw std::runtime_error("poisoned here"); },
+               ta::out(p));
+    try {
+        (void)p.read();
+        CHECK(false);
+    } catch (const ta::error &e) {
+        CHECK(e.status() == ta::status::kernel_failed && e.message() == "poisoned here");
+    }
+    {
+        auto w = p.write();
+        auto v = w.view<double, 1>();
+        v(0) = 1.0;
+        v(1) = 2.0;
+    }
+    CHECK(p.to_vector<double>() == (std::vector<double>{1.0, 2.0}));
+    // Non-blocking acquisition, then a blocking wait for the grant.
+    auto pending = p.update_async();
+    auto granted = std::move(pending).wait();
+    granted.view<double, 1>()(0) = 7.0;
+    granted.reset();
+    CHECK(p.to_vector<double>()[0] == 7.0);
+}
+
+// A kernel that defers its completion to another thread.
+void test_deferred_and_external(const ta::options &o) {
+    auto t = ta::tensor::zeros<double>({3});
+    std::thread finisher;
+    std::atomic<bool> handed{false};
+    ta::token held;
+    ta::view<double, 1> kept;
+    ta::submit(
+        ta::options(o).name("deferring"),
+        [&](ta::kernel_ctx &ctx, ta::view<double, 1> v) {
+            held = ctx.defer();
+            kept = v;
+            handed = true;
+        },
+        ta::out(t));
+    while (!handed.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ta::event after;
+    ta::scale(t, 2.0, ta::options(o).event_to(after));
+    CHECK(t.ready().poll() == ta::status::pending); // the kernel returned, the operation has not completed
+    finisher = std::thread([&] {
+        for (size_t i = 0; i < 3; ++i) kept(i) = double(i + 1);
+        CHECK(held.finish() == ta::status::ok);
+    });
+    finisher.join();
+    after.wait();
+    CHECK(t.to_vector<double>() == (std::vector<double>{2, 4, 6}));
+    // A token destroyed unfinished fails its operation.
+    handed = false;
+    ta::submit(o, [&](ta::kernel_ctx &ctx, ta::view<double, 1>) {
+        held = ctx.defer();
+        handed = true;
+    }, ta::out(t));
+    while (!handed.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    CHECK(bool(held));
+    held = ta::token();
+    try {
+        t.wait();
+        CHECK(false);
+    } catch (const ta::error &e) {
+        CHECK(e.status() == ta::status::kernel_failed && e.message().find("unfinished") != std::string::npos);
+    }
+    // An external operation: the program's own thread does the work.
+    auto x = ta::tensor::copy_of(std::vector<double>{1, 2}, {2});
+    auto y = ta::tensor::zeros<double>({2});
+    auto op = ta::external(ta::options(o).name("external"), ta::in(x), ta::out(y));
+    op.started.wait();
+    auto xv = op.token.view<const double, 1>(0);
+    auto yv = op.token.view<double, 1>(1);
+    yv(0) = xv(0) * 10;
+    yv(1) = xv(1) * 10;
+    CHECK(op.completed.poll() == ta::status::pending);
+    CHECK((op.token.finish() == ta::status::ok));
+    op.completed.wait();
+    CHECK(y.to_vector<double>() == (std::vector<double>{10, 20}));
+    auto op2 = ta::external(ta::options(o).name("external2"), ta::out(y));
+    op2.started.wait();
+    CHECK(op2.token.finish(ta::status::kernel_failed, "external work failed") == ta::status::ok);
+    try {
+        y.wait();
+        CHECK(false);
+    } catch (const ta::error &e) {
+        CHECK(e.message() == "external work failed" && e.origin() == "external2");
+    }
+}
+
+// Wrapped memory whose release is reported on a completion queue.
+void test_wrap_notify(const ta::options &o) {
+    auto cq = ta::completion_queue::create();
+    std::vector<double> mem = {1, 2, 3};
+    gate g;
+    {
+        auto t = ta::tensor::wrap_notify(mem.data(), {3}, cq, 77);
+        ta::submit(o, [&g](ta::view<double, 1> v) {
+            g.wait();
+            v(0) = 9;
+        }, ta::inout(t));
+    }
+    CHECK(cq.poll().empty()); // the kernel still holds the memory
+    g.open = true;
+    std::vector<ta::completion> got;
+    for (int i = 0; i < 100 && got.empty(); ++i) got = cq.wait(100);
+    CHECK(got.size() == 1 && got[0].tag == 77 && got[0].ok());
+    CHECK(mem[0] == 9);
+    const std::vector<double> cm = {4, 5};
+    auto ct = ta::tensor::wrap_notify(cm.data(), {2}, cq, 78);
+    CHECK(ct.read_only());
+}
+
+#if defined(TA_HPP_HAVE_COROUTINES)
+ta::task<double> mapped_sum(const ta::tensor &t) {
+    auto m = co_await t.read_async();
+    auto v = m.view<double, 1>();
+    double s = 0;
+    for (size_t i = 0; i < v.extent(0); ++i) s += v(i);
+    co_return s;
+}
+
+void test_coroutine_mapping(const ta::runtime &rt) {
+    auto cq = ta::completion_queue::create();
+    auto t = ta::tensor::copy_of(std::vector<double>{1, 2, 3, 4}, {4});
+    ta::scale(t, 3.0, ta::options().on(rt));
+    CHECK(cq.run(mapped_sum(t)) == 30.0);
 }
 #endif
 
@@ -718,10 +852,11 @@ int main() {
 #else
     std::printf("coroutines: not available in this language mode\n");
 #endif
-#if defined(TA_HPP_HAVE_MAPPING)
     test_mappings(o);
-#else
-    std::printf("mappings: not available in this library version\n");
+    test_deferred_and_external(o);
+    test_wrap_notify(o);
+#if defined(TA_HPP_HAVE_COROUTINES)
+    test_coroutine_mapping(rt);
 #endif
     return finish("test_cpp");
 }
