@@ -41,6 +41,6 @@ run $FC $MODFLAGS -c bindings/fortran/tensorasync.f90 -o "$OUT/tensorasync.o"
 for prog in tests/test_fortran examples/tiled_cholesky; do
   name=$(basename $prog)
   run $FC $TESTFLAGS bindings/fortran/$prog.f90 "$OUT/tensorasync.o" "$OUT/tensorasync_c.o" -o "$OUT/$name" $LINK
-  run "$OUT/$name"
+  run timeout 300 "$OUT/$name"
 done
 echo "Fortran binding tests passed"

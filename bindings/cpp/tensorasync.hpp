@@ -706,7 +706,6 @@ class options {
         return *this;
     }
     const ta_submit *c() const noexcept { return &c_; }
-    ta_submit &c_mut() noexcept { return c_; }
     ta_event **event_slot(ta_event **tmp) const noexcept { return ev_ ? tmp : nullptr; }
     void deliver(ta_event *e) const noexcept {
         if (ev_) *ev_ = ta::event(e);
@@ -1782,5 +1781,9 @@ inline detail::ret<event> tensor::ready() const {
 
 #undef TA_HPP_OP
 #undef TA_HPP_TAIL
+#undef TA_HPP_CHECK
+#undef TA_HPP_CHECK_VOID
+#undef TA_HPP_FAIL
+#undef TA_HPP_RETURN_VOID
 
 #endif // TENSORASYNC_HPP

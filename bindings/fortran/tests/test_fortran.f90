@@ -167,7 +167,7 @@ contains
 
   subroutine test_section()
     real(c_double), target, asynchronous :: a(6, 5)
-    real(c_double) :: a0(6, 5), expect(6, 5), got(3, 3)
+    real(c_double) :: a0(6, 5), expect(6, 5), got(3, 3), rev(4, 1)
     type(ta_tensor) :: t, v
     integer, allocatable :: shp(:)
     integer :: st
@@ -189,6 +189,13 @@ contains
     call ta_wait(v)
     expect(2:4, 1:5:2) = -1.0_c_double
     call check(all(a == expect), 'fill of a section view')
+    ! a reversed section of a column: a(5:2:-1, 4)
+    call ta_free(v)
+    call ta_section(v, t, [5, 4], [2, 4], [-1, 1])
+    call ta_shape(v, shp)
+    call check(all(shp == [4, 1]), 'reversed section shape')
+    call ta_get(v, rev)
+    call check(all(rev(:, 1) == a(5:2:-1, 4)), 'reversed section values')
     ! a non-contiguous actual argument cannot be wrapped
     call ta_free(v)
     call ta_wrap(v, a(2:4, 1:5:2), stat=st)
