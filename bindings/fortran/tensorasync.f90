@@ -40,6 +40,10 @@ module tensorasync
   type :: ta_block_array
     type(c_ptr) :: ptr = c_null_ptr
   end type ta_block_array
+  ! Host access to a tensor's elements, held until ta_free.
+  type :: ta_mapping
+    type(c_ptr) :: ptr = c_null_ptr
+  end type ta_mapping
 
   abstract interface
     ! A kernel: views(1:nviews) are the operands in the order given to
@@ -57,7 +61,7 @@ module tensorasync
     module procedure wrap_f64, wrap_f32, wrap_c128, wrap_c64, wrap_i32, wrap_i64
   end interface ta_wrap
   interface ta_free
-    module procedure free_tensor, free_event, free_runtime, free_blocks
+    module procedure free_tensor, free_event, free_runtime, free_blocks, free_mapping
   end interface ta_free
   interface ta_wait
     module procedure wait_tensor, wait_event
@@ -73,7 +77,7 @@ module tensorasync
   end interface ta_get
 
   private :: wrap_f64, wrap_f32, wrap_c128, wrap_c64, wrap_i32, wrap_i64, wrap_any
-  private :: free_tensor, free_event, free_runtime, free_blocks, wait_tensor, wait_event
+  private :: free_tensor, free_event, free_runtime, free_blocks, free_mapping, wait_tensor, wait_event
   private :: view_ptr_f64_1, view_ptr_f64_2, put_f64, get_f64
   private :: finish, c_string, error_text, submit_opts, real_scalar, intern
   private :: names, name_entry
@@ -245,6 +249,34 @@ contains
     rc = c_ta_blocks_free(b%ptr)
     b%ptr = c_null_ptr
   end subroutine free_blocks
+
+  ! Ends a host access (later writers then run).
+  subroutine free_mapping(m)
+    type(ta_mapping), intent(inout) :: m
+    integer(c_int32_t) :: rc
+    rc = c_ta_mapping_free(m%ptr)
+    m%ptr = c_null_ptr
+  end subroutine free_mapping
+
+  ! Blocking host access to a tensor: waits until an access of `mode`
+  ! (TA_MODE_READ, TA_MODE_WRITE, TA_MODE_UPDATE) is granted, and gives its
+  ! view (use ta_view_ptr for a Fortran pointer). The access is held, and
+  ! the view's data valid, until ta_free(m). Reading a poisoned tensor fails
+  ! with its error.
+  subroutine ta_map(m, view, t, mode, stat, errmsg)
+    type(ta_mapping), intent(out) :: m
+    type(ta_view), intent(out) :: view
+    type(ta_tensor), intent(in) :: t
+    integer(c_int32_t), intent(in) :: mode
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: err
+    integer(c_int32_t) :: s
+    err = c_null_ptr
+    s = c_ta_tensor_acquire(t%ptr, mode, TA_WAIT_FOREVER, m%ptr, err)
+    if (s == TA_STATUS_OK) s = c_ta_mapping_view(m%ptr, view)
+    call finish(s, err, stat, errmsg, 'ta_map')
+  end subroutine ta_map
 
   ! A runtime with `threads` workers (0: one per core).
   subroutine ta_runtime_create(r, threads, stat, errmsg)

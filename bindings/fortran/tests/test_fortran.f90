@@ -73,6 +73,7 @@ program test_fortran
   call test_section()
   call test_errors()
   call test_blas1()
+  call test_mapping()
   call ta_free(rt)
   ! every handle made by the tests (tensors, views, events, errors) was freed
   call check(c_ta_handles_live(live) == TA_STATUS_OK .and. live == 0, 'no live handles at the end')
@@ -281,4 +282,38 @@ contains
     call ta_free(ty)
     call ta_free(tz)
   end subroutine test_blas1
+  ! Host access through a mapping to a tensor the library allocated.
+  subroutine test_mapping()
+    type(ta_tensor) :: t, p
+    type(ta_mapping) :: m
+    type(ta_view) :: v
+    real(c_double), pointer :: x(:, :)
+    real(c_double) :: back(3, 4)
+    character(len=200) :: msg
+    integer :: st
+    call ta_zeros(t, TA_DTYPE_F64, [3, 4])
+    call ta_fill(t, 2.0_c_double, runtime=rt)
+    call ta_map(m, v, t, TA_MODE_READ)        ! waits for the fill
+    call ta_view_ptr(v, x, st)
+    call check(st == 0 .and. all(shape(x) == [3, 4]), 'mapped view shape')
+    call check(all(abs(x - 2.0_c_double) < 1e-15_c_double), 'mapped view values after the fill')
+    call ta_free(m)
+    call ta_map(m, v, t, TA_MODE_UPDATE)
+    call ta_view_ptr(v, x, st)
+    x(2, 3) = 5.0_c_double
+    call ta_free(m)
+    call ta_get(t, back)
+    call check(abs(back(2, 3) - 5.0_c_double) < 1e-15_c_double .and. abs(back(1, 1) - 2.0_c_double) < 1e-15_c_double, &
+        'an update mapping writes the tensor')
+    ! reading a poisoned tensor fails with its message
+    call ta_zeros(p, TA_DTYPE_F64, [2])
+    call ta_submit_kernel(c_funloc(k_fails), [p], [TA_MODE_UPDATE], runtime=rt)
+    msg = ''
+    call ta_map(m, v, p, TA_MODE_READ, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_KERNEL_FAILED .and. trim(msg) == 'the Fortran kernel refused', &
+        'mapping a poisoned tensor: status and message')
+    call ta_free(m)
+    call ta_free(p)
+    call ta_free(t)
+  end subroutine test_mapping
 end program test_fortran
