@@ -15,6 +15,7 @@ Argument mapping (C -> Fortran dummy):
   other pointers to integers                                 -> integer(kind), optional :: x(*)
   pointer to a struct: an array when a count/cap follows     -> type(ta_x), optional :: x(*)
                        else one struct                       -> type(ta_x), optional
+                       (intent(out) for NAME_out, intent(inout) for other non-const ones)
   function pointer typedefs                                  -> type(c_funptr), value
 Optional dummies of a bind(c) interface are passed as NULL when absent
 (Fortran 2018). `const` pointers are intent(in).
@@ -184,7 +185,7 @@ def dummy_decl(h, ctype, name, params, index):
     if base in h.struct_names:
         if counted:
             return "type(%s), %s, optional :: %s(*)" % (base, intent, name)
-        intent = "intent(in)" if const else "intent(out)"
+        intent = "intent(in)" if const else ("intent(out)" if name.endswith("_out") else "intent(inout)")
         return "type(%s), %s, optional :: %s" % (base, intent, name)
     if name.endswith("_out") and nxt != "cap":
         return "%s, intent(out), optional :: %s" % (BASE[base], name)
