@@ -13,6 +13,11 @@ module tensorasync_c
   integer(c_int64_t), parameter :: TA_WAIT_FOREVER = -1_c_int64_t
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_WRAP_READ_ONLY = 1_c_int32_t
+  integer(c_int64_t), parameter :: TA_DL_FLAG_READ_ONLY = 1_c_int64_t
+  integer(c_int64_t), parameter :: TA_DL_FLAG_IS_COPIED = 2_c_int64_t
+  integer(c_int32_t), parameter :: TA_DL_DEVICE_CPU = 1_c_int32_t
+  integer(c_int32_t), parameter :: TA_DL_MAJOR_VERSION = 1_c_int32_t
+  integer(c_int32_t), parameter :: TA_DL_MINOR_VERSION = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MAJOR = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MINOR = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_PATCH = 0_c_int32_t
@@ -122,6 +127,46 @@ module tensorasync_c
     type(c_ptr) :: release_cq
     integer(c_int64_t) :: release_tag
   end type ta_wrap_options
+
+  type, bind(c) :: ta_dl_version
+    integer(c_int32_t) :: major
+    integer(c_int32_t) :: minor
+  end type ta_dl_version
+
+  type, bind(c) :: ta_dl_device
+    integer(c_int32_t) :: device_type
+    integer(c_int32_t) :: device_id
+  end type ta_dl_device
+
+  type, bind(c) :: ta_dl_data_type
+    integer(c_int8_t) :: code
+    integer(c_int8_t) :: bits
+    integer(c_int16_t) :: lanes
+  end type ta_dl_data_type
+
+  type, bind(c) :: ta_dl_tensor
+    type(c_ptr) :: data
+    type(ta_dl_device) :: device
+    integer(c_int32_t) :: ndim
+    type(ta_dl_data_type) :: dtype
+    type(c_ptr) :: shape
+    type(c_ptr) :: strides
+    integer(c_int64_t) :: byte_offset
+  end type ta_dl_tensor
+
+  type, bind(c) :: ta_dl_managed_tensor_versioned
+    type(ta_dl_version) :: version
+    type(c_ptr) :: manager_ctx
+    type(c_funptr) :: deleter
+    integer(c_int64_t) :: flags
+    type(ta_dl_tensor) :: dl_tensor
+  end type ta_dl_managed_tensor_versioned
+
+  type, bind(c) :: ta_dl_managed_tensor
+    type(ta_dl_tensor) :: dl_tensor
+    type(c_ptr) :: manager_ctx
+    type(c_funptr) :: deleter
+  end type ta_dl_managed_tensor
 
   type, bind(c) :: ta_slice
     integer(c_int64_t) :: start
@@ -808,6 +853,50 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_wrap_ex
     end function c_ta_tensor_wrap_ex
+    function c_ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error) bind(c, &
+        name='ta_tensor_to_dlpack')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor_versioned
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int32_t), value :: mode
+      integer(c_int64_t), value :: timeout_ns
+      type(c_ptr), optional :: out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_to_dlpack
+    end function c_ta_tensor_to_dlpack
+    function c_ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error) bind(c, &
+        name='ta_tensor_to_dlpack_legacy')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int32_t), value :: mode
+      integer(c_int64_t), value :: timeout_ns
+      type(c_ptr), optional :: out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_to_dlpack_legacy
+    end function c_ta_tensor_to_dlpack_legacy
+    function c_ta_tensor_from_dlpack(managed, tensor_out, error) bind(c, &
+        name='ta_tensor_from_dlpack')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor_versioned
+      implicit none
+      type(ta_dl_managed_tensor_versioned), intent(inout), optional :: managed
+      type(c_ptr), optional :: tensor_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_from_dlpack
+    end function c_ta_tensor_from_dlpack
+    function c_ta_tensor_from_dlpack_legacy(managed, tensor_out, error) bind(c, &
+        name='ta_tensor_from_dlpack_legacy')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor
+      implicit none
+      type(ta_dl_managed_tensor), intent(inout), optional :: managed
+      type(c_ptr), optional :: tensor_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_from_dlpack_legacy
+    end function c_ta_tensor_from_dlpack_legacy
     function c_ta_runtime_new(threads, runtime_out, error) bind(c, name='ta_runtime_new')
       use, intrinsic :: iso_c_binding
       implicit none
