@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the C++ binding (bindings/cpp/tensorasync.hpp):
-#   - the test suite at -std=c++17, c++20 and c++23 (-Wall -Wextra -Werror),
+#   - the test suite at -std=c++17, c++20 and c++23 (-Wall -Wextra -Werror, and
+#     -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast),
 #   - the no-exceptions mode (-fno-exceptions) at c++17 (bundled result type)
 #     and c++23 (std::expected),
 #   - the suite once under AddressSanitizer + UndefinedBehaviorSanitizer,
@@ -16,7 +17,7 @@ LIB=$PWD/target/release
 OUT=$PWD/target/bindings-cpp
 INC="-Iinclude -Ibindings/cpp"
 LINK="-L$LIB -Wl,-rpath,$LIB -ltensorasync -pthread"
-WARN="-Wall -Wextra -Werror"
+WARN="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast -Werror"
 
 cargo build --release --quiet
 ln -sf libtensorasync.so "$LIB/libtensorasync.so.0"

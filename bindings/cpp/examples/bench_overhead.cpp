@@ -93,10 +93,10 @@ double c_a(ta_runtime *rt, long n) {
 double c_b(ta_runtime *rt, long n) {
     ta_submit o{};
     o.runtime = rt;
-    std::vector<ta_tensor *> xs(n);
+    std::vector<ta_tensor *> xs(static_cast<size_t>(n));
     for (auto &x : xs) x = c_scalar();
     double t0 = begin_timed();
-    for (long i = 0; i < n; ++i) c_submit(c_inc, xs[i], TA_MODE_UPDATE, &o);
+    for (long i = 0; i < n; ++i) c_submit(c_inc, xs[static_cast<size_t>(i)], TA_MODE_UPDATE, &o);
     ta_runtime_wait_idle(rt, TA_WAIT_FOREVER, nullptr);
     double t1 = end_timed();
     for (auto x : xs) ta_tensor_free(x);
@@ -156,10 +156,10 @@ double cpp_a_big(const ta::runtime &rt, long n) {
 double cpp_b(const ta::runtime &rt, long n) {
     const ta::options o = ta::options().on(rt);
     std::vector<ta::tensor> xs;
-    xs.reserve(n);
+    xs.reserve(static_cast<size_t>(n));
     for (long i = 0; i < n; ++i) xs.push_back(ta::tensor::zeros<double>({1}));
     double t0 = begin_timed();
-    for (long i = 0; i < n; ++i) ta::submit(o, inc, ta::inout(xs[i]));
+    for (long i = 0; i < n; ++i) ta::submit(o, inc, ta::inout(xs[static_cast<size_t>(i)]));
     rt.wait_idle();
     return (end_timed() - t0) / double(n);
 }
