@@ -79,6 +79,9 @@ step "hardening: soak (10^5 operations per round)"; scripts/test-hardening.sh so
 step "hardening: allocation failpoints"; scripts/test-hardening.sh failpoints
 step "hardening: C ABI fuzzer (120 s, AddressSanitizer)"; scripts/test-hardening.sh fuzz
 step "hardening: loom models"; scripts/test-hardening.sh loom
+step "C++ binding (C++17/20/23, no-exceptions mode, ASan+UBSan)"; scripts/test-cpp.sh
+step "Fortran binding (generated interfaces, tests, tiled example)"; scripts/test-fortran.sh
+step "packaging (CMake package, static library, pkg-config)"; scripts/test-packaging.sh
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
