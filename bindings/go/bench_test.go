@@ -1,0 +1,54 @@
+package tensorasync
+
+import (
+	"testing"
+
+	"tensorasync/internal/cbench"
+)
+
+// BenchmarkScaleChain and BenchmarkScaleChainC run one pattern, n dependent
+// scales of a 1-element f64 tensor then one wait, through the Go binding and
+// as a C loop (internal/cbench), in one `go test -bench ScaleChain` run: the
+// ns/op of the two is the per-operation cost with and without the binding.
+func BenchmarkScaleChain(b *testing.B) {
+	x, err := Zeros(DTypeF64, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := x.Scale(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := x.WaitBlocking(-1); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkScaleChainC(b *testing.B) {
+	if err := cbench.ScaleChain(b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkEventWait is one submission and one Event.Wait round trip.
+func BenchmarkEventWait(b *testing.B) {
+	x, err := Zeros(DTypeF64, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	ctx := bg
+	for i := 0; i < b.N; i++ {
+		var ev *Event
+		if err := x.Scale(1, WithEvent(&ev)); err != nil {
+			b.Fatal(err)
+		}
+		if err := ev.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ev.Close()
+	}
+}
