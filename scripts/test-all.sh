@@ -45,6 +45,8 @@ make -C examples-c check
 step "install and pkg-config"
 make -C examples-c install-check
 
+step "Go binding (go test, go test -race, per-op benchmark)"; scripts/test-go.sh
+
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
   RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" TA_DIFF_PROGRAMS=300 \

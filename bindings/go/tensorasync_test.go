@@ -563,7 +563,17 @@ func TestEventWaitHonoursContext(t *testing.T) {
 		t.Fatal("Done closed before completion")
 	default:
 	}
+	// The tensor is awaited through its readiness event, with the context.
+	tctx, tcancel := context.WithTimeout(bg, time.Millisecond)
+	defer tcancel()
+	if err := x.Wait(tctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("tensor wait past a deadline: %v", err)
+	}
+	ready, err := x.Ready()
+	must(t, err)
+	defer ready.Close()
 	close(release)
+	must(t, ready.Wait(bg))
 	<-ev.Done()
 	if ev.Err() != nil {
 		t.Fatal(ev.Err())
