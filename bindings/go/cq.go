@@ -35,6 +35,7 @@ type CompletionQueue struct {
 }
 
 // NewCompletionQueue creates a queue whose channel has the given buffer size.
+// Close it when done: its reader goroutine runs until then.
 func NewCompletionQueue(buffer int) (*CompletionQueue, error) {
 	ch := make(chan Completion, buffer)
 	q, err := newCQ(func(c Completion) { ch <- c }, func() { close(ch) })
@@ -42,7 +43,8 @@ func NewCompletionQueue(buffer int) (*CompletionQueue, error) {
 		return nil, err
 	}
 	q.C = ch
-	runtime.SetFinalizer(q, (*CompletionQueue).Close)
+	// No finalizer: the reader goroutine keeps the queue reachable until
+	// Close stops it.
 	return q, nil
 }
 
@@ -135,7 +137,6 @@ func (q *CompletionQueue) Close() error {
 		return nil
 	}
 	q.closed = true
-	runtime.SetFinalizer(q, nil)
 	q.file.Close() // wakes the reader with os.ErrClosed
 	<-q.done
 	// Free the error objects of entries that were never delivered.
