@@ -46,6 +46,7 @@ step "install and pkg-config"
 make -C examples-c install-check
 
 step "Go binding (go test, go test -race, per-op benchmark)"; scripts/test-go.sh
+step "Julia binding: ABI agreement checks (Julia itself is not run)"; scripts/test-julia-checks.sh
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"

@@ -22,11 +22,19 @@ mutable struct ta_event end
 # The context of a running user kernel; valid only during the kernel call.
 mutable struct ta_kernel_ctx end
 
+# A host access to a tensor (see `ta_tensor_acquire`): while it lives it holds one read, write
+# or update access on the tensor's epoch queue.
+mutable struct ta_mapping end
+
 # A runtime: a pool of worker threads.
 mutable struct ta_runtime end
 
 # A tensor handle (a value, or later a view of one).
 mutable struct ta_tensor end
+
+# One unfinished deferred or external operation (see `ta_kernel_defer` and
+# `ta_external_submit`), finished with `ta_token_finish`.
+mutable struct ta_token end
 
 # Status code returned by every fallible function. Values are stable and never reused.
 const ta_status = UInt32
@@ -110,11 +118,22 @@ const ta_side = UInt32
 # Whether a triangular matrix has a unit diagonal.
 const ta_diag = UInt32
 
-# What `ta_runtime_shutdown` does with work that has not started.
-const ta_shutdown = UInt32
-
 # Called exactly once, after the last access, to give wrapped memory back.
 const ta_release_fn = Ptr{Cvoid}
+
+# Options for `ta_tensor_wrap_ex`. Set `struct_size` to `sizeof(ta_wrap_options)` and
+# zero-initialise the fields you do not set.
+struct ta_wrap_options
+    struct_size::UInt32
+    flags::UInt32
+    release::ta_release_fn
+    release_userdata::Ptr{Cvoid}
+    release_cq::Ptr{ta_cq}
+    release_tag::UInt64
+end
+
+# What `ta_runtime_shutdown` does with work that has not started.
+const ta_shutdown = UInt32
 
 # One axis of a slice, for `ta_tensor_slice`: indices `start, start + step, ...` up to `stop`
 # (exclusive). With a negative `step`, `start` is the highest index and `stop` the one below the
@@ -140,6 +159,8 @@ const TA_WAIT_FOREVER = -1
 # (by ordinary scheduled copies into temporaries), instead of failing with
 # `TA_STATUS_DOMAIN_MISMATCH`.
 const TA_SUBMIT_TRANSFER = 1
+# `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+const TA_WRAP_READ_ONLY = 1
 # Major version of the library.
 const TA_VERSION_MAJOR = 0
 # Minor version of the library.
@@ -202,6 +223,9 @@ const TA_STATUS_OUT_OF_MEMORY = ta_status(44)
 const TA_STATUS_PANIC = ta_status(45)
 # Every backend declined the operation.
 const TA_STATUS_NO_BACKEND = ta_status(46)
+# A deferred-completion token was already finished: the runtime was shut down with
+# `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+const TA_STATUS_ALREADY_FINISHED = ta_status(47)
 # CUDA is not available (no driver or no device).
 const TA_STATUS_CUDA_UNAVAILABLE = ta_status(50)
 # A CUDA call failed.
@@ -645,6 +669,112 @@ end
 # for. Free the event with `ta_event_free`.
 function ta_tensor_ready(tensor, event_out, error)
     @ccall libtensorasync.ta_tensor_ready(tensor::Ptr{ta_tensor}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Acquire host access to `tensor` and wait up to `timeout_ns` (`TA_WAIT_FOREVER`: no limit)
+# until it is granted; on success `*mapping_out` is a granted mapping (`ta_mapping_view` gives
+# the data). `mode` is `TA_MODE_READ` (waits for earlier writers; later readers do not wait for
+# the mapping, later writers do), `TA_MODE_WRITE` (a pure overwrite: waits for every earlier
+# access; once the mapping's view was taken, freeing the mapping counts as a successful
+# overwrite, which cleans a poisoned tensor) or `TA_MODE_UPDATE` (read and write; waits for
+# every earlier access). The access is enrolled like an operation's, so it is ordered with
+# operations submitted before and after it. Statuses: a READ or UPDATE of a poisoned tensor (or
+# poisoned elements of a view) fails with the status of the tensor's error, which `*error`
+# receives (the same error object as the failing operation's); `TA_STATUS_UNCONSTRUCTED`;
+# `TA_STATUS_DOMAIN_MISMATCH` for a device tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on
+# a read-only tensor or view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned,
+# and the enrolled access is released as soon as it is granted, so later work is not held up);
+# `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a tensor that kernel accesses.
+# Mappings use the default runtime; a shutdown of it with `TA_SHUTDOWN_CANCEL` cancels mappings
+# that are not freed yet (their data stays valid until `ta_mapping_free`).
+function ta_tensor_acquire(tensor, mode, timeout_ns, mapping_out, error)
+    @ccall libtensorasync.ta_tensor_acquire(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, mapping_out::Ptr{Ptr{ta_mapping}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The non-blocking form of `ta_tensor_acquire`: enrolls the access now and returns at once a
+# mapping that is not yet granted, and an event (free it with `ta_event_free`) that completes
+# when the access is granted (status `TA_STATUS_OK`) or fails (the status of the tensor's error,
+# which `ta_event_error` gives; the mapping then holds nothing and only needs
+# `ta_mapping_free`). Submission-time problems (unconstructed, device, read-only tensor) fail
+# this call as for `ta_tensor_acquire`. `event_out` may be NULL.
+function ta_tensor_acquire_async(tensor, mode, mapping_out, event_out, error)
+    @ccall libtensorasync.ta_tensor_acquire_async(tensor::Ptr{ta_tensor}, mode::ta_mode, mapping_out::Ptr{Ptr{ta_mapping}}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The resolved view of a granted mapping: data, extents, strides (in elements), rank, dtype,
+# mode, domain and conj flag. Every pointer in it stays valid until `ta_mapping_free`. For WRITE
+# and UPDATE mappings the data may be written. `TA_STATUS_PENDING` while the access is not
+# granted yet; the failure's status if the acquisition failed (or `TA_STATUS_CANCELLED` if a
+# shutdown cancelled it before the grant).
+function ta_mapping_view(mapping, view_out)
+    @ccall libtensorasync.ta_mapping_view(mapping::Ptr{ta_mapping}, view_out::Ptr{ta_view})::ta_status
+end
+
+# Release a mapping's access. Never blocks; a mapping not yet granted is released when it is
+# granted (and then counts as unused). Later writers waiting behind the mapping then run.
+# Pointers from `ta_mapping_view` become invalid. NULL is a no-op; a freed mapping gives
+# `TA_STATUS_DOUBLE_FREE`.
+function ta_mapping_free(mapping)
+    @ccall libtensorasync.ta_mapping_free(mapping::Ptr{ta_mapping})::ta_status
+end
+
+# Inside a user kernel: defer the operation's completion. The operation does not complete when
+# the kernel returns (its return value is then ignored) but when `ta_token_finish(*token_out,
+# ...)` is called, from any thread, before or after the kernel returns. Until then it keeps its
+# accesses (later conflicting operations wait) and its operands' storage, without occupying a
+# worker. The data pointers of the kernel's views stay valid until the finish; the `extents` and
+# `strides` arrays of the views passed to the kernel do not outlive the call (copy them, or use
+# `ta_token_views`). `ctx` is valid only during the kernel call and on its thread
+# (`TA_STATUS_INVALID_HANDLE` otherwise); a second call in one kernel gives
+# `TA_STATUS_INVALID_ARGUMENT`.
+function ta_kernel_defer(ctx, token_out)
+    @ccall libtensorasync.ta_kernel_defer(ctx::Ptr{ta_kernel_ctx}, token_out::Ptr{Ptr{ta_token}})::ta_status
+end
+
+# Enroll an operation with these accesses (the same rules as `ta_kernel_submit`: host tensors,
+# no input also declared as an output) whose body the caller's own code runs: no library worker
+# runs anything of the caller's. `*started_out` (may be NULL) completes with `TA_STATUS_OK` once
+# every access is granted; then `ta_token_views` gives the views and the caller does the work
+# and calls `ta_token_finish`. If an input it reads is poisoned, `started` completes with that
+# error's status instead: the operation has failed already (its outputs are poisoned with that
+# error), and the token then only needs `ta_token_finish` (which returns `TA_STATUS_OK`).
+# `*event_out` (may be NULL) is the operation's completion, as for any submission, and `opts`
+# (may be NULL) its callback and completion queue. `name` (may be NULL) names the operation in
+# error objects; it is not copied, so it must stay valid until the operation completes.
+function ta_external_submit(accesses, naccesses, name, options, token_out, started_out, event_out, error)
+    @ccall libtensorasync.ta_external_submit(accesses::Ptr{ta_access}, naccesses::Csize_t, name::Ptr{Cchar}, options::Ptr{ta_submit}, token_out::Ptr{Ptr{ta_token}}, started_out::Ptr{Ptr{ta_event}}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The resolved views of a token's operation, one per access in declaration order, into
+# `views_out` (room for `cap`); the number goes to `*count_out`. Every pointer in them stays
+# valid until the token is finished. `TA_STATUS_PENDING` before the accesses are granted;
+# `TA_STATUS_BUFFER_TOO_SMALL` (with `*count_out` set) if `cap` is too small; the failure's
+# status if the operation failed before it started.
+function ta_token_views(token, views_out, cap, count_out)
+    @ccall libtensorasync.ta_token_views(token::Ptr{ta_token}, views_out::Ptr{ta_view}, cap::Csize_t, count_out::Ptr{Csize_t})::ta_status
+end
+
+# Complete a token's operation with `status`: `TA_STATUS_OK`, or a failure (the outputs are
+# poisoned with `TA_STATUS_KERNEL_FAILED`, whose error object has `status` as its code, or with
+# `TA_STATUS_CANCELLED` if `status` is that; `message` (may be NULL) is the error message and
+# the operation's name its origin), and free the token handle. May be called from any thread,
+# and before `started` completes (the operation then completes with that status as soon as its
+# accesses are granted). Never blocks on other operations; callbacks and completion entries of
+# this operation, and work it releases, may run in this call. Finishing again gives a handle
+# status (`TA_STATUS_DOUBLE_FREE` or `TA_STATUS_STALE_HANDLE`). If the runtime was shut down
+# with `TA_SHUTDOWN_CANCEL` first, the operation was completed as cancelled then: this returns
+# `TA_STATUS_ALREADY_FINISHED` and frees the handle.
+function ta_token_finish(token, status, message)
+    @ccall libtensorasync.ta_token_finish(token::Ptr{ta_token}, status::ta_status, message::Ptr{Cchar})::ta_status
+end
+
+# As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with `TA_WRAP_READ_ONLY`), with the
+# release reported as `options` says. `options` may be NULL: writable, no release notification.
+# An `options->struct_size` smaller than this version's struct, or unknown flags, give
+# `TA_STATUS_INVALID_ARGUMENT`. If this call fails, nothing is called or queued and the memory
+# stays the caller's.
+function ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, tensor_out, error)
+    @ccall libtensorasync.ta_tensor_wrap_ex(dtype::ta_dtype, rank::Csize_t, extents::Ptr{Csize_t}, strides::Ptr{Cptrdiff_t}, order::ta_order, data::Ptr{Cvoid}, options::Ptr{ta_wrap_options}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Create a runtime with `threads` worker threads (0: one per available core). Kernels that are

@@ -242,7 +242,7 @@ end
 Base.unsafe_convert(::Type{Ptr{L.ta_cq}}, q::CompletionQueue) = q.ptr
 Base.close(q::CompletionQueue) = (p = q.ptr; q.ptr = C_NULL; p == C_NULL || L.ta_cq_free(p); nothing)
 
-function fd(q::CompletionQueue)
+function Base.fd(q::CompletionQueue)
     f = Ref{Cint}(-1)
     check(L.ta_cq_fd(q, f))
     return RawFD(f[])
@@ -631,8 +631,7 @@ earlier access), then release the access. The grant is awaited through the
 event loop. `A` must not be used after `f` returns.
 """
 function acquire(f, t::Tensor; mode::Symbol=:read)
-    m = mode === :read ? L.TA_MODE_READ : mode === :write ? L.TA_MODE_WRITE :
-        mode === :update ? L.TA_MODE_UPDATE : throw(ArgumentError("mode must be :read, :write or :update"))
+    m = mode_c(mode)
     mp = Ref{Ptr{L.ta_mapping}}(C_NULL)
     ev = Ref{Ptr{L.ta_event}}(C_NULL)
     err = Ref{Ptr{L.ta_error}}(C_NULL)
@@ -676,23 +675,36 @@ end
 
 const TRAMPOLINE = Ref{Ptr{Cvoid}}(C_NULL)
 
+mode_c(m::Symbol) = m === :read ? L.TA_MODE_READ : m === :write ? L.TA_MODE_WRITE :
+    m === :update ? L.TA_MODE_UPDATE : throw(ArgumentError("mode must be :read, :write or :update"))
+
 """
-    submit(f, accesses...; name="julia_kernel")
+    submit(f, accesses...; name="julia_kernel", on=:worker)
 
 Submit a Julia kernel: `accesses` are `t => :read`, `t => :write` or
 `t => :update`; once granted, `f(arrays...)` runs with one array per access
 over the library's memory (valid only during the call). An exception fails
-the operation and poisons what it writes. See the threading caveat above.
+the operation and poisons what it writes; its text is the error message.
+
+- `on=:worker`: `f` runs on a library worker thread through a `@cfunction`
+  trampoline (see the threading caveat above: it must not yield).
+- `on=:task`: `f` runs in a Julia task on this process's Julia threads, once
+  the accesses are granted (`ta_external_submit`; the grant is awaited
+  through the event loop), so it may do I/O, wait, and yield. The
+  operation holds its accesses until `f` returns, without occupying a
+  library worker.
 """
-function submit(f, accesses::Pair{<:Tensor,Symbol}...; name::AbstractString="julia_kernel", cq=nothing)
+function submit(f, accesses::Pair{<:Tensor,Symbol}...; name::AbstractString="julia_kernel", cq=nothing,
+                on::Symbol=:worker)
+    on === :task && return submit_task(f, accesses; name=name, cq=cq)
+    on === :worker || throw(ArgumentError("on must be :worker or :task"))
     if TRAMPOLINE[] == C_NULL
         TRAMPOLINE[] = @cfunction(kernel_trampoline, L.ta_status,
                                   (Ptr{L.ta_view}, Csize_t, Ptr{Cvoid}, Ptr{L.ta_kernel_ctx}))
     end
-    acc = [L.ta_access(t.ptr, m === :read ? L.TA_MODE_READ : m === :write ? L.TA_MODE_WRITE : L.TA_MODE_UPDATE)
-           for (t, m) in accesses]
+    acc = [L.ta_access(t.ptr, mode_c(m)) for (t, m) in accesses]
     box = Ref{Any}(f)
-    cname = Base.cconvert(Cstring, String(name))
+    cname = String(name)
     ev = Ref{Ptr{L.ta_event}}(C_NULL)
     err = Ref{Ptr{L.ta_error}}(C_NULL)
     opts = submit_opts(cq)
@@ -704,6 +716,50 @@ function submit(f, accesses::Pair{<:Tensor,Symbol}...; name::AbstractString="jul
     # The function and its name stay referenced until the operation completes.
     when_done(_ -> (box, cname), ev[])
     L.ta_event_free(ev[])
+    return nothing
+end
+
+function submit_task(f, accesses; name, cq)
+    acc = [L.ta_access(t.ptr, mode_c(m)) for (t, m) in accesses]
+    cname = String(name)
+    tok = Ref{Ptr{L.ta_token}}(C_NULL)
+    started = Ref{Ptr{L.ta_event}}(C_NULL)
+    ev = Ref{Ptr{L.ta_event}}(C_NULL)
+    err = Ref{Ptr{L.ta_error}}(C_NULL)
+    opts = submit_opts(cq)
+    p = opts === nothing ? Ptr{L.ta_submit}(C_NULL) : Base.unsafe_convert(Ptr{L.ta_submit}, opts)
+    GC.@preserve cname opts accesses begin
+        check(L.ta_external_submit(acc, length(acc), pointer(cname), p, tok, started, ev, err), err)
+    end
+    when_done(_ -> cname, ev[])       # the name lives until the operation completes
+    L.ta_event_free(ev[])
+    token = tok[]
+    granted = Event(started[])
+    errormonitor(@async begin
+        try
+            wait(granted)
+        catch
+            # An input was poisoned: the operation has failed already; the
+            # token only needs finishing.
+            L.ta_token_finish(token, L.TA_STATUS_CANCELLED, C_NULL)
+            return
+        finally
+            close(granted)
+        end
+        views = Vector{L.ta_view}(undef, length(acc))
+        n = Ref{Csize_t}(0)
+        st = L.ta_token_views(token, views, length(views), n)
+        if st != L.TA_STATUS_OK
+            L.ta_token_finish(token, st, "ta_token_views failed")
+            return
+        end
+        try
+            f(map(array_of, views[1:n[]])...)
+            L.ta_token_finish(token, L.TA_STATUS_OK, C_NULL)
+        catch e
+            L.ta_token_finish(token, L.ta_status(1), sprint(showerror, e))
+        end
+    end)
     return nothing
 end
 

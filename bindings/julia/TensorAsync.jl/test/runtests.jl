@@ -186,4 +186,28 @@ using TensorAsync: LibTensorAsync as L
         @test e.status == L.TA_STATUS_KERNEL_FAILED
         @test occursin("no thanks", e.message) && e.origin == "fails"
     end
+
+    @testset "Julia kernels in tasks (external operations)" begin
+        x = Tensor(collect(1.0:4.0))
+        y = tzeros(Float64, 4)
+        gate = Channel{Nothing}(1)
+        submit(x => :read, y => :write; name="in_a_task", on=:task) do a, b
+            take!(gate)                      # a task may wait: no worker is held
+            b .= a .^ 2
+        end
+        later = Tensor{Float64}()
+        copyto!(later, y)                    # ordered after the task's write
+        put!(gate, nothing)
+        @test Array(later) == collect(1.0:4.0) .^ 2
+        submit(y => :update; name="task_fails", on=:task) do b
+            error("task says no")
+        end
+        e = try
+            wait(y); nothing
+        catch err
+            err
+        end
+        @test e isa TensorAsyncError && e.status == L.TA_STATUS_KERNEL_FAILED
+        @test occursin("task says no", e.message) && e.origin == "task_fails"
+    end
 end
