@@ -8,6 +8,7 @@ package tensorasync
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -157,39 +158,116 @@ func Submit(name string, kernel KernelFunc, accesses []Access, opts ...Option) e
 }
 
 // runKernel is called by the trampoline (export.go).
-func runKernel(views *C.ta_view, n C.size_t, handle C.uintptr_t, ctx *C.ta_kernel_ctx) (st C.ta_status) {
+func runKernel(views *C.ta_view, n C.size_t, handle C.uintptr_t, ctx *C.ta_kernel_ctx) C.ta_status {
 	k := cgo.Handle(handle).Value().(KernelFunc)
-	cv := unsafe.Slice(views, int(n))
+	code, msg := callKernel(k, goViews(unsafe.Slice(views, int(n))))
+	if code != 0 {
+		cmsg := C.CString(msg)
+		C.ta_kernel_set_error(ctx, cmsg)
+		C.free(unsafe.Pointer(cmsg))
+	}
+	return C.ta_status(code)
+}
+
+// goViews converts resolved C views (copying their extents and strides).
+func goViews(cv []C.ta_view) []View {
 	vs := make([]View, len(cv))
 	for i, v := range cv {
 		r := int(v.rank)
-		ext := unsafe.Slice(v.extents, r)
-		str := unsafe.Slice(v.strides, r)
 		vs[i] = View{Data: v.data, Shape: make([]int, r), Strides: make([]int, r),
 			DType: DType(v.dtype), Mode: Mode(v.mode), Conj: v.conj != 0}
+		if r == 0 {
+			continue
+		}
+		ext := unsafe.Slice(v.extents, r)
+		str := unsafe.Slice(v.strides, r)
 		for j := 0; j < r; j++ {
 			vs[i].Shape[j] = int(ext[j])
 			vs[i].Strides[j] = int(str[j])
 		}
 	}
-	fail := func(code uint32, msg string) C.ta_status {
-		cmsg := C.CString(msg)
-		C.ta_kernel_set_error(ctx, cmsg)
-		C.free(unsafe.Pointer(cmsg))
-		return C.ta_status(code)
-	}
+	return vs
+}
+
+// callKernel runs k and gives the failure code (0 for success) and message.
+// A Go panic must not unwind into the library's frames: it becomes a failure.
+func callKernel(k KernelFunc, vs []View) (code uint32, msg string) {
 	defer func() {
-		// A Go panic must not unwind into the library's frames.
 		if r := recover(); r != nil {
-			st = fail(1, fmt.Sprint("panic: ", r))
+			code, msg = 1, fmt.Sprint("panic: ", r)
 		}
 	}()
 	if err := k(vs); err != nil {
 		var ke *KernelError
 		if errors.As(err, &ke) && ke.Code != 0 {
-			return fail(ke.Code, err.Error())
+			return ke.Code, err.Error()
 		}
-		return fail(1, err.Error())
+		return 1, err.Error()
 	}
-	return C.TA_STATUS_OK
+	return 0, ""
+}
+
+// SubmitGoroutine submits a Go kernel that runs in a goroutine of its own
+// instead of on a library worker (ta_external_submit): once its accesses are
+// granted (awaited through the dispatcher, blocking no thread) the kernel
+// runs with the views, and the operation completes when it returns. It may
+// block, wait on channels or do I/O while holding its accesses, without
+// occupying a worker. No C code calls into Go for it.
+func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...Option) error {
+	acc := make([]C.ta_access, len(accesses))
+	for i, a := range accesses {
+		acc[i] = C.ta_access{tensor: a.Tensor.h, mode: C.ta_mode(a.Mode)}
+	}
+	var p *C.ta_access
+	if len(acc) > 0 {
+		p = &acc[0]
+	}
+	c := configure(opts)
+	out := new(struct {
+		tok     *C.ta_token
+		started *C.ta_event
+		ev      *C.ta_event
+		err     *C.ta_error
+	})
+	st := C.ta_external_submit(p, C.size_t(len(acc)), internCString(name), c.ptr(), &out.tok, &out.started, &out.ev, &out.err)
+	runtime.KeepAlive(accesses)
+	runtime.KeepAlive(c.keep)
+	if err := takeError(st, out.err); err != nil {
+		return err
+	}
+	tok, started := out.tok, newEvent(out.started)
+	n := len(acc)
+	go func() {
+		defer started.Close()
+		if err := started.Wait(context.Background()); err != nil {
+			// An input was poisoned: the operation has failed already and
+			// the token only needs finishing.
+			C.ta_token_finish(tok, C.TA_STATUS_CANCELLED, nil)
+			return
+		}
+		cv := make([]C.ta_view, n+1)
+		var cnt C.size_t
+		if st := C.ta_token_views(tok, &cv[0], C.size_t(n), &cnt); st != C.TA_STATUS_OK {
+			finishToken(tok, uint32(st), "ta_token_views: "+Status(st).Name())
+			return
+		}
+		code, msg := callKernel(kernel, goViews(cv[:int(cnt)]))
+		finishToken(tok, code, msg)
+	}()
+	if c.event != nil {
+		*c.event = newEvent(out.ev)
+	} else {
+		C.ta_event_free(out.ev)
+	}
+	return nil
+}
+
+func finishToken(tok *C.ta_token, code uint32, msg string) {
+	if code == 0 {
+		C.ta_token_finish(tok, C.TA_STATUS_OK, nil)
+		return
+	}
+	cmsg := C.CString(msg)
+	C.ta_token_finish(tok, C.ta_status(code), cmsg)
+	C.free(unsafe.Pointer(cmsg))
 }

@@ -66,6 +66,8 @@ const (
 	StatusPanic Status = C.TA_STATUS_PANIC
 	// Every backend declined the operation.
 	StatusNoBackend Status = C.TA_STATUS_NO_BACKEND
+	// A deferred-completion token was already finished: the runtime was shut down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+	StatusAlreadyFinished Status = C.TA_STATUS_ALREADY_FINISHED
 	// CUDA is not available (no driver or no device).
 	StatusCudaUnavailable Status = C.TA_STATUS_CUDA_UNAVAILABLE
 	// A CUDA call failed.
@@ -104,6 +106,7 @@ var statusNames = map[Status]string{
 	StatusOutOfMemory:     "TA_STATUS_OUT_OF_MEMORY",
 	StatusPanic:           "TA_STATUS_PANIC",
 	StatusNoBackend:       "TA_STATUS_NO_BACKEND",
+	StatusAlreadyFinished: "TA_STATUS_ALREADY_FINISHED",
 	StatusCudaUnavailable: "TA_STATUS_CUDA_UNAVAILABLE",
 	StatusCudaError:       "TA_STATUS_CUDA_ERROR",
 	StatusInternal:        "TA_STATUS_INTERNAL",
@@ -139,6 +142,7 @@ var statusDocs = map[Status]string{
 	StatusOutOfMemory:     "Memory could not be allocated.",
 	StatusPanic:           "A panic was caught inside the library or a Rust kernel.",
 	StatusNoBackend:       "Every backend declined the operation.",
+	StatusAlreadyFinished: "A deferred-completion token was already finished: the runtime was shut down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.",
 	StatusCudaUnavailable: "CUDA is not available (no driver or no device).",
 	StatusCudaError:       "A CUDA call failed.",
 	StatusInternal:        "An internal invariant failed; please report it.",
@@ -199,6 +203,8 @@ var (
 	ErrPanic error = StatusPanic
 	// Every backend declined the operation.
 	ErrNoBackend error = StatusNoBackend
+	// A deferred-completion token was already finished: the runtime was shut down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+	ErrAlreadyFinished error = StatusAlreadyFinished
 	// CUDA is not available (no driver or no device).
 	ErrCudaUnavailable error = StatusCudaUnavailable
 	// A CUDA call failed.
@@ -389,6 +395,8 @@ const (
 	waitForever = C.TA_WAIT_FOREVER
 	// `ta_submit.flags`: inputs that live in another domain than the output are copied there first (by ordinary scheduled copies into temporaries), instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
 	SubmitTransfer = C.TA_SUBMIT_TRANSFER
+	// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+	wrapReadOnly = C.TA_WRAP_READ_ONLY
 	// Major version of the library.
 	HeaderVersionMajor = C.TA_VERSION_MAJOR
 	// Minor version of the library.
