@@ -48,8 +48,17 @@ const ta_domain = Int32
 # Element order of dense layouts.
 const ta_order = UInt32
 
-# Called once with the final status of an operation, on a worker thread, never while the library
-# holds a lock.
+# Called once with the final status of an operation, never while the library holds a lock. It
+# runs on the thread that completes the operation: usually a worker of the runtime, or the
+# thread that calls `ta_token_finish` or `ta_mapping_free` for deferred and external work, or a
+# thread whose `ta_runtime_shutdown` cancels them (and, for `ta_event_on_complete` on an event
+# that is complete already, the calling thread). When it runs the operation is complete in every
+# observable way: `ta_event_poll` on its event gives the final status, `ta_event_error` its
+# error, `ta_event_wait(event, 0)` returns at once, and the operation's accesses are released (a
+# zero-timeout `ta_tensor_wait` on a tensor whose last operation it was returns that status). It
+# may submit operations, poll, wait and free handles (the event it was called for included); a
+# blocking wait there occupies the worker (it helps run other work meanwhile), so keep callbacks
+# short.
 const ta_callback = Ptr{Cvoid}
 
 # One entry taken from a completion queue. `error` is NULL on success; otherwise it is a new
@@ -118,7 +127,10 @@ const ta_side = UInt32
 # Whether a triangular matrix has a unit diagonal.
 const ta_diag = UInt32
 
-# Called exactly once, after the last access, to give wrapped memory back.
+# Called exactly once, after the last access, to give wrapped memory back, on the thread that
+# lets the memory go (a worker, or the thread that frees the last handle), never while the
+# library holds a lock. It must not call back into the library for the tensor it releases; use
+# `ta_tensor_wrap_ex` with a completion queue to avoid running code on a library thread.
 const ta_release_fn = Ptr{Cvoid}
 
 # Options for `ta_tensor_wrap_ex`. Set `struct_size` to `sizeof(ta_wrap_options)` and
@@ -130,6 +142,53 @@ struct ta_wrap_options
     release_userdata::Ptr{Cvoid}
     release_cq::Ptr{ta_cq}
     release_tag::UInt64
+end
+
+# `DLPackVersion`.
+struct ta_dl_version
+    major::UInt32
+    minor::UInt32
+end
+
+# `DLDevice`: `device_type` is a `DLDeviceType` (`TA_DL_DEVICE_CPU` = kDLCPU = 1).
+struct ta_dl_device
+    device_type::Int32
+    device_id::Int32
+end
+
+# `DLDataType`: `code` is kDLInt (0), kDLUInt (1), kDLFloat (2) or kDLComplex (5).
+struct ta_dl_data_type
+    code::UInt8
+    bits::UInt8
+    lanes::UInt16
+end
+
+# `DLTensor`: element `(i0, i1, ...)` is at `data + byte_offset + sum_k ik * strides[k] *
+# element_size`.
+struct ta_dl_tensor
+    data::Ptr{Cvoid}
+    device::ta_dl_device
+    ndim::Int32
+    dtype::ta_dl_data_type
+    shape::Ptr{Int64}
+    strides::Ptr{Int64}
+    byte_offset::UInt64
+end
+
+# `DLManagedTensorVersioned` (DLPack 1.x).
+struct ta_dl_managed_tensor_versioned
+    version::ta_dl_version
+    manager_ctx::Ptr{Cvoid}
+    deleter::Ptr{Cvoid}
+    flags::UInt64
+    dl_tensor::ta_dl_tensor
+end
+
+# `DLManagedTensor` (unversioned, before DLPack 1.0).
+struct ta_dl_managed_tensor
+    dl_tensor::ta_dl_tensor
+    manager_ctx::Ptr{Cvoid}
+    deleter::Ptr{Cvoid}
 end
 
 # What `ta_runtime_shutdown` does with work that has not started.
@@ -161,6 +220,16 @@ const TA_WAIT_FOREVER = -1
 const TA_SUBMIT_TRANSFER = 1
 # `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 const TA_WRAP_READ_ONLY = 1
+# `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
+const TA_DL_FLAG_READ_ONLY = 1
+# `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
+const TA_DL_FLAG_IS_COPIED = 2
+# `kDLCPU`.
+const TA_DL_DEVICE_CPU = 1
+# The DLPack version of exported tensors (`DLPACK_MAJOR_VERSION`).
+const TA_DL_MAJOR_VERSION = 1
+# The DLPack minor version of exported tensors.
+const TA_DL_MINOR_VERSION = 0
 # Major version of the library.
 const TA_VERSION_MAJOR = 0
 # Minor version of the library.
@@ -449,13 +518,15 @@ function ta_event_error(event, error_out)
 end
 
 # Call `callback(status, userdata)` exactly once when the operation completes: right away, on
-# this thread, if it already has; otherwise on the thread that completes it. Never called while
-# the library holds a lock.
+# this thread, if it already has; otherwise on the thread that completes it (see `ta_callback`
+# for which thread that is, what the operation's state is then, and what the callback may do).
+# Never called while the library holds a lock.
 function ta_event_on_complete(event, callback, userdata)
     @ccall libtensorasync.ta_event_on_complete(event::Ptr{ta_event}, callback::ta_callback, userdata::Ptr{Cvoid})::ta_status
 end
 
-# Push `{tag, status}` to `cq` when the operation completes (at once if it has).
+# Push `{tag, status}` to `cq` when the operation completes (at once if it has). When the entry
+# can be taken, the operation is complete in every observable way (as for `ta_callback`).
 function ta_event_notify(event, cq, tag)
     @ccall libtensorasync.ta_event_notify(event::Ptr{ta_event}, cq::Ptr{ta_cq}, tag::UInt64)::ta_status
 end
@@ -775,6 +846,42 @@ end
 # stays the caller's.
 function ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, tensor_out, error)
     @ccall libtensorasync.ta_tensor_wrap_ex(dtype::ta_dtype, rank::Csize_t, extents::Ptr{Csize_t}, strides::Ptr{Cptrdiff_t}, order::ta_order, data::Ptr{Cvoid}, options::Ptr{ta_wrap_options}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in `mode` exactly as
+# `ta_tensor_acquire` does (blocking up to `timeout_ns`, with the same statuses and errors) and
+# holds it until the managed tensor's deleter runs: until then a READ export holds later
+# writers, a WRITE or UPDATE export every later access. READ exports set `TA_DL_FLAG_READ_ONLY`.
+# `strides` is always filled (in elements), the device is `kDLCPU`, `byte_offset` is 0. The
+# deleter must be called exactly once, may be called from any thread, never blocks, and is safe
+# during process exit; freeing the tensor's handles before it is fine. A conjugate view of a
+# complex tensor gives `TA_STATUS_UNSUPPORTED` (DLPack has no conjugation flag; materialise it
+# with `ta_conj` first).
+function ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error)
+    @ccall libtensorasync.ta_tensor_to_dlpack(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor_versioned}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0) `DLManagedTensor`, for
+# consumers such as NumPy 2.0. It has no flags field: a READ export must not be written by the
+# consumer.
+function ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error)
+    @ccall libtensorasync.ta_tensor_to_dlpack_legacy(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On success the tensor owns
+# `managed`: its deleter (if not NULL) is called exactly once, after the last access to the
+# tensor (on the thread that lets the memory go). On failure nothing is called and `managed`
+# stays the caller's. Only `kDLCPU` tensors with one lane are accepted
+# (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL strides mean dense
+# row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a read-only tensor.
+function ta_tensor_from_dlpack(managed, tensor_out, error)
+    @ccall libtensorasync.ta_tensor_from_dlpack(managed::Ptr{ta_dl_managed_tensor_versioned}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0) `DLManagedTensor` (always
+# writable).
+function ta_tensor_from_dlpack_legacy(managed, tensor_out, error)
+    @ccall libtensorasync.ta_tensor_from_dlpack_legacy(managed::Ptr{ta_dl_managed_tensor}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Create a runtime with `threads` worker threads (0: one per available core). Kernels that are
