@@ -2,7 +2,7 @@
 # Checks of the Julia binding (bindings/julia/TensorAsync.jl) without Julia:
 # the package parses, its generated layer is fresh, every @ccall and struct
 # layout agrees with include/tensorasync.h, and every constant and name it
-# uses exists (gen/check_abi.py). Then the checker's own self-test: copies of
+# uses exists, with as many arguments as it takes (gen/check_abi.py). Then the checker's own self-test: copies of
 # the package with one fault each must fail with the fault named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,4 +46,8 @@ expect_fail syntax '0,/^end$/{/^end$/d}' src/TensorAsync.jl "syntax error"
 expect_fail name 's/L\.ta_tensor_ready(/L.ta_tensor_readyy(/' src/TensorAsync.jl "L.ta_tensor_readyy is not defined"
 expect_fail constant 's/^const TA_STATUS_ALIAS = ta_status(25)$/const TA_STATUS_ALIAS = ta_status(26)/' \
   src/LibTensorAsync.jl "constant TA_STATUS_ALIAS is 25 in C, 26 in Julia"
+expect_fail arity 's/L\.ta_tensor_ready(t, ev, err)/L.ta_tensor_ready(t, ev)/' src/TensorAsync.jl \
+  "L.ta_tensor_ready takes 3 arguments, called with 2"
+expect_fail fields 's/L\.ta_slice(0, n, 1, 0)/L.ta_slice(0, n, 1)/' src/TensorAsync.jl \
+  "L.ta_slice takes 4 arguments, called with 3"
 echo "Julia binding checks passed (ABI agreement only: Julia itself was not run)"

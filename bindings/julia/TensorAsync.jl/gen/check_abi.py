@@ -387,9 +387,10 @@ def main():
         elif j_value(consts[name]) != v:
             fail("constant %s is %r in C, %r in Julia" % (name, v, j_value(consts[name])))
 
-    # 6. names used through the module alias `L`
+    # 6. names used through the module alias `L`, and the number of
+    # arguments of each call of a wrapper or struct constructor through it
     defined = set(wrappers) | set(jstructs) | opaque | set(consts) | set(aliases) | {"libtensorasync"}
-    used = 0
+    used = calls = 0
     for p in jl_files:
         if p == LIB_JL:
             continue
@@ -400,7 +401,21 @@ def main():
                 if name not in defined:
                     fail("%s:%d: L.%s is not defined by LibTensorAsync"
                          % (os.path.relpath(p, PKG), n.start_point[0] + 1, name))
-    print("checked %d uses of LibTensorAsync names" % used)
+                parent = n.parent
+                if parent is not None and parent.type == "call_expression" and parent.children[0] == n:
+                    args = [c for c in parent.children[1].children if c.is_named]
+                    want = wrappers.get(name, len(jstructs[name]) if name in jstructs else None)
+                    if want is None:
+                        continue
+                    calls += 1
+                    if any(a.type in ("splat_expression", "keyword_argument") or txt(a).endswith("...")
+                           for a in args):
+                        fail("%s:%d: L.%s called with a splat or keyword"
+                             % (os.path.relpath(p, PKG), n.start_point[0] + 1, name))
+                    elif len(args) != want:
+                        fail("%s:%d: L.%s takes %d arguments, called with %d"
+                             % (os.path.relpath(p, PKG), n.start_point[0] + 1, name, want, len(args)))
+    print("checked %d uses of LibTensorAsync names, %d calls' argument counts" % (used, calls))
 
     if failures:
         print("\n".join("FAIL: " + f for f in failures))
