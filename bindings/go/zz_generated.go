@@ -397,6 +397,16 @@ const (
 	SubmitTransfer = C.TA_SUBMIT_TRANSFER
 	// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 	wrapReadOnly = C.TA_WRAP_READ_ONLY
+	// `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
+	DlFlagReadOnly = C.TA_DL_FLAG_READ_ONLY
+	// `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
+	DlFlagIsCopied = C.TA_DL_FLAG_IS_COPIED
+	// `kDLCPU`.
+	DlDeviceCpu = C.TA_DL_DEVICE_CPU
+	// The DLPack version of exported tensors (`DLPACK_MAJOR_VERSION`).
+	DlMajorVersion = C.TA_DL_MAJOR_VERSION
+	// The DLPack minor version of exported tensors.
+	DlMinorVersion = C.TA_DL_MINOR_VERSION
 	// Major version of the library.
 	HeaderVersionMajor = C.TA_VERSION_MAJOR
 	// Minor version of the library.

@@ -42,7 +42,9 @@ var groups = []group{
 	{"TA_BACKEND_", "Backend", "ta_backend", "Backend"},
 }
 
-// Plain (untyped) constants, by macro name -> Go name.
+// Plain (untyped) constants with chosen Go names, by macro name; every other
+// macro outside the groups becomes a constant named after it (TA_DL_FLAG_X:
+// DlFlagX).
 var plain = map[string]string{
 	"TA_VERSION_STRING":  "HeaderVersion",
 	"TA_VERSION_MAJOR":   "HeaderVersionMajor",
@@ -200,9 +202,13 @@ func Generate(header []byte) ([]byte, error) {
 	}
 	b.WriteString("// Plain constants of the header.\nconst (\n")
 	for _, m := range macros {
-		goName, ok := plain[m.name]
-		if !ok || used[m.name] {
+		if used[m.name] {
 			continue
+		}
+		goName, ok := plain[m.name]
+		if !ok {
+			// Any other macro: its name without TA_, in Go case.
+			goName = camel(strings.TrimPrefix(m.name, "TA_"))
 		}
 		comment(&b, "\t", m.doc)
 		fmt.Fprintf(&b, "\t%s = C.%s\n", goName, m.name)
