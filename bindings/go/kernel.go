@@ -120,7 +120,9 @@ type KernelError struct {
 func (e *KernelError) Error() string { return e.Message }
 
 // Submit submits a Go kernel over the accesses. name names the operation in
-// error objects.
+// error objects; names are kept (as C strings) for the life of the process,
+// since the library holds them until their operations complete, so use a
+// fixed set of names rather than one per call.
 //
 // The kernel travels to C as a cgo.Handle (an integer, never a Go pointer)
 // and comes back through an exported trampoline; the handle is deleted once
