@@ -52,10 +52,11 @@ func internCString(s string) *C.char {
 	if p, ok := cstrings.Load(s); ok {
 		return p.(*C.char)
 	}
-	p, loaded := cstrings.LoadOrStore(s, C.CString(s))
+	mine := C.CString(s)
+	p, loaded := cstrings.LoadOrStore(s, mine)
 	if loaded {
 		// Another goroutine stored it first; keep theirs.
-		return p.(*C.char)
+		C.free(unsafe.Pointer(mine))
 	}
 	return p.(*C.char)
 }
