@@ -97,6 +97,7 @@ func Write[T Elem](t *Tensor, data []T, shape []int, opts ...Option) error {
 	rank, ext, keep := dims(shape)
 	st := C.ta_copy_in(t.h, buf.p, rank, ext, nil, c.ptr(), &ev, &cerr)
 	runtime.KeepAlive(t)
+	runtime.KeepAlive(c.keep)
 	runtime.KeepAlive(keep)
 	if err := takeError(st, cerr); err != nil {
 		buf.free()

@@ -162,6 +162,7 @@ func (t *Tensor) Clone(opts ...Option) (*Tensor, error) {
 	var cerr *C.ta_error
 	st := C.ta_tensor_clone(t.h, c.ptr(), &h, c.eventOut(&ev), &cerr)
 	runtime.KeepAlive(t)
+	runtime.KeepAlive(c.keep)
 	if err := c.finish(st, ev, cerr); err != nil {
 		return nil, err
 	}
