@@ -82,6 +82,8 @@ step "hardening: loom models"; scripts/test-hardening.sh loom
 step "C++ binding (C++17/20/23, no-exceptions mode, ASan+UBSan)"; scripts/test-cpp.sh
 step "Fortran binding (generated interfaces, tests, tiled example)"; scripts/test-fortran.sh
 step "packaging (CMake package, static library, pkg-config)"; scripts/test-packaging.sh
+step "Go binding (go test, go test -race, per-op benchmark)"; scripts/test-go.sh
+step "Julia binding: ABI agreement checks (Julia itself is not run)"; scripts/test-julia-checks.sh
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"

@@ -1,0 +1,3 @@
+package tensorasync
+
+//go:generate go run ./internal/gen

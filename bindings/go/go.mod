@@ -1,0 +1,3 @@
+module tensorasync
+
+go 1.19
