@@ -7,7 +7,7 @@ DLPack export, ``await t``), so it never sees a pending write. See README.md.
 """
 import atexit as _atexit
 
-from ._ffi import ffi as _ffi, lib as _lib, TA_VERSION_STRING as _HEADER_VERSION
+from ._ffi import ffi as _FFI, lib as _LIB, has as _has, TA_VERSION_STRING as _HEADER_VERSION
 from .errors import (
     Error, HandleError, InvalidArgumentError, DTypeError, ShapeError, DomainError, ReadOnlyError,
     AliasError, UnconstructedError, UnsupportedError, KernelError, CancelledError, ShutdownError,
@@ -20,7 +20,7 @@ from ._tensor import (
 )
 from ._kernels import submit, submit_native
 
-__version__ = _ffi.string(_lib.ta_version()).decode()
+__version__ = _FFI.string(_LIB.ta_version()).decode()
 
 __all__ = [
     "Error", "HandleError", "InvalidArgumentError", "DTypeError", "ShapeError", "DomainError",
@@ -38,9 +38,9 @@ def wait_all(timeout=None) -> bool:
 
     Returns False on timeout."""
     from ._completion import _ns
-    errp = _ffi.new("ta_error **")
-    st = _lib.ta_runtime_wait_idle(_ffi.NULL, _ns(timeout), errp)
-    if st == _lib.TA_STATUS_TIMEOUT:
+    errp = _FFI.new("ta_error **")
+    st = _LIB.ta_runtime_wait_idle(_FFI.NULL, _ns(timeout), errp)
+    if st == _LIB.TA_STATUS_TIMEOUT:
         return False
     if st:
         from .errors import from_handle
@@ -54,18 +54,18 @@ def shutdown(cancel=True) -> None:
     interpreter exit with ``cancel=True``, so that exit neither hangs on work that cannot
     start (for example a writer queued behind an export that a module-level array holds)
     nor crashes."""
-    rt = _ffi.new("ta_runtime **")
-    if _lib.ta_runtime_default(rt):
+    rt = _FFI.new("ta_runtime **")
+    if _LIB.ta_runtime_default(rt):
         return
     try:
-        errp = _ffi.new("ta_error **")
-        mode = _lib.TA_SHUTDOWN_CANCEL if cancel else _lib.TA_SHUTDOWN_DRAIN
-        st = _lib.ta_runtime_shutdown(rt[0], mode, errp)
+        errp = _FFI.new("ta_error **")
+        mode = _LIB.TA_SHUTDOWN_CANCEL if cancel else _LIB.TA_SHUTDOWN_DRAIN
+        st = _LIB.ta_runtime_shutdown(rt[0], mode, errp)
         if st:
             from .errors import from_handle
             raise from_handle(st, errp[0])
     finally:
-        _lib.ta_runtime_free(rt[0])
+        _LIB.ta_runtime_free(rt[0])
 
 
 def _at_exit():

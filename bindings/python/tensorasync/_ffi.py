@@ -14,12 +14,10 @@ ffi.cdef(CDEF)
 _LIBNAME = {"darwin": "libtensorasync.dylib", "win32": "tensorasync.dll"}.get(sys.platform, "libtensorasync.so")
 
 
-def _load():
-    path = os.environ.get("TENSORASYNC_LIBRARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBNAME)
-    return ffi.dlopen(path)
+#: The path of the loaded shared library (TENSORASYNC_LIBRARY overrides the bundled one).
+LIBRARY_PATH = os.environ.get("TENSORASYNC_LIBRARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBNAME)
 
-
-lib = _load()
+lib = ffi.dlopen(LIBRARY_PATH)
 
 
 def has(name: str) -> bool:
