@@ -21,6 +21,8 @@ mod event;
 mod kernel;
 mod linalg;
 mod ops;
+// Readiness, host access, deferred completion, DLPack (one block for easy merges).
+mod ready;
 mod runtime;
 mod tensor;
 pub mod version;

@@ -1,9 +1,14 @@
 //! Running tasks: execute, record the outcome, notify, release successors.
 //!
 //! The order of a task's last steps is fixed: commit (poison or clean what it
-//! wrote), then fire its notifications (event, callback, completion queue),
-//! then release its successors, then drop its operands. So a dependent
-//! operation's completion is never reported before its predecessor's, and a
+//! wrote), then release its accesses (the task counts as finished on every
+//! queue; successors it made ready are collected, not yet run), then mark its
+//! event complete, then fire its callbacks and completion entry, then drop
+//! its operands, and only then run or schedule the successors it made ready.
+//! So when any notification of an operation is observed, the operation is
+//! complete in every way (its event polls the outcome, a zero-timeout wait on
+//! a tensor whose last operation it was returns that outcome), a successor
+//! that this task released never reports its completion before it, and a
 //! runtime drains only after every callback has fired.
 
 use std::cell::RefCell;
@@ -43,17 +48,19 @@ impl Completion {
         Some(Box::new(self))
     }
 
-    /// Callback, then completion entry, then event: once the event reports
-    /// completion, the other two have been delivered.
+    /// Event first (marked complete), then callback, then completion entry,
+    /// then the event's own callbacks: whatever a notification observes, the
+    /// event already reports the outcome.
     fn fire(self, result: &Result<()>) {
+        let attached = self.event.as_ref().map(|e| e.mark_complete(result));
         if let Some(cb) = self.callback {
             call_guarded(|| cb(result));
         }
         if let Some((q, tag)) = self.cq {
             q.push(CompletionEntry { tag, result: result.clone() });
         }
-        if let Some(e) = self.event {
-            e.complete(result);
+        for cb in attached.into_iter().flatten() {
+            call_guarded(|| cb(result));
         }
     }
 }
@@ -274,31 +281,49 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>) -> su
             return ready;
         }
     }
+    // The accesses go first: once any notification is seen, a wait on a
+    // value sees this task finished.
+    let mut ready = task.finish();
+    if task.runtime().is_some() {
+        // Waits that this task made ready complete before it reports: a
+        // thread blocked in a wait behind this task is released before this
+        // task's callbacks run (so a callback's own zero-timeout wait is not
+        // held up by that earlier waiter's barrier).
+        run_inline(&mut ready, true);
+    }
     if let Some(c) = completion {
         c.fire(&result);
     }
-    let mut ready = task.finish();
     // An operation's operands (and wrapped memory with its release hook)
     // live until its completion has been reported. (Dropped in place.)
     *slot = None;
     if let Some(rt) = task.runtime() {
         // Waits and releases that this task made ready run before it
         // retires: a drained runtime has let go of every value its tasks
-        // kept (see `crate::runtime::release_value`). They run here one
-        // after the other, not nested (their own successors join the list).
-        let mut i = 0;
-        while i < ready.len() {
-            if ready[i].runtime().is_none() {
-                let t = ready.remove(i);
-                ready.extend(execute(&t));
-            } else {
-                i += 1;
-            }
-        }
+        // kept (see `crate::runtime::release_value`).
+        run_inline(&mut ready, false);
         // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
     }
     ready
+}
+
+/// Run the runtime-less tasks (waits and releases) of `ready` here, one
+/// after the other, not nested (their own successors join the list); with
+/// `waits_only`, only the waits.
+fn run_inline(ready: &mut super::task::ReadyList, waits_only: bool) {
+    let mut i = 0;
+    while i < ready.len() {
+        // SAFETY: the tasks of `ready` were made ready by this thread and are
+        // not scheduled yet, so this thread alone may look at their work.
+        let take = ready[i].runtime().is_none() && (!waits_only || matches!(unsafe { ready[i].running_work() }, Some(Work { job: Job::Barrier(..), .. })));
+        if take {
+            let t = ready.remove(i);
+            ready.extend(execute(&t));
+        } else {
+            i += 1;
+        }
+    }
 }
 
 /// A device task has run its body: its work is queued on a stream (or it

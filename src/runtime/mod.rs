@@ -702,6 +702,28 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
     event.wait(timeout)
 }
 
+/// An event that completes once everything enrolled on `region` of `value`
+/// so far has completed, with the outcome a wait would report (see
+/// [`crate::Tensor::ready`]). Never blocks.
+pub(crate) fn ready_value(value: &Arc<Value>, region: &Region) -> Event {
+    const ORIGIN: &str = "tensor_ready";
+    let event = Event::new();
+    let mut s = value.state.lock();
+    if s.queue.is_idle() {
+        drop(s);
+        event.complete(&crate::value::settled_state(value, region, ORIGIN));
+        return event;
+    }
+    let task = exec::barrier(crate::value::ValueRc::new(value.clone()), region.clone(), event.clone());
+    s.queue.enroll_barrier(&task, region);
+    drop(s);
+    event.bind(&task);
+    if task.release_guard() {
+        exec::run(task);
+    }
+    event
+}
+
 /// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]).
 ///
 /// Every count of a value goes here, under the value's lock, so a count
