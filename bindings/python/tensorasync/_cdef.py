@@ -1126,6 +1126,19 @@ ta_status ta_copy_out(const struct ta_tensor *src,
                       struct ta_error **error);
 
 /**
+ * A new event that completes once every operation enrolled on `tensor` so
+ * far (for a view, on the elements it touches; for a block view, on each of
+ * its blocks) has completed. Never blocks. Its final status is what
+ * `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a clean
+ * value, the status of the error that poisoned it (`ta_event_error` gives
+ * that error object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted
+ * after this call are not waited for. Free the event with `ta_event_free`.
+ */
+ta_status ta_tensor_ready(const struct ta_tensor *tensor,
+                          struct ta_event **event_out,
+                          struct ta_error **error);
+
+/**
  * Create a runtime with `threads` worker threads (0: one per available core).
  * Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
  */
