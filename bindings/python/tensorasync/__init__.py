@@ -38,8 +38,14 @@ def wait_all(timeout=None) -> bool:
 
     Returns False on timeout."""
     from ._completion import _ns
+    rt = _FFI.new("ta_runtime **")
+    from .errors import check
+    check(_LIB.ta_runtime_default(rt))
     errp = _FFI.new("ta_error **")
-    st = _LIB.ta_runtime_wait_idle(_FFI.NULL, _ns(timeout), errp)
+    try:
+        st = _LIB.ta_runtime_wait_idle(rt[0], _ns(timeout), errp)
+    finally:
+        _LIB.ta_runtime_free(rt[0])
     if st == _LIB.TA_STATUS_TIMEOUT:
         return False
     if st:

@@ -8,6 +8,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
+if os.environ.get("TA_EXPECT_INSTALLED"):
+    import tensorasync
+    assert "site-packages" in tensorasync.__file__, f"testing the source tree, not the install: {tensorasync.__file__}"
+
 
 @pytest.fixture(scope="session")
 def native(tmp_path_factory):

@@ -1,0 +1,172 @@
+"""NumPy and DLPack export: never a pending write, later writers wait for the export."""
+import gc
+
+import numpy as np
+import pytest
+
+import tensorasync as ta
+
+NP_VERSION = tuple(int(x) for x in np.__version__.split(".")[:2])
+needs_export = pytest.mark.skipif(not ta._has("ta_tensor_to_dlpack"), reason="ta_tensor_to_dlpack not in this library")
+needs_mapping = pytest.mark.skipif(not ta._has("ta_tensor_acquire"), reason="ta_tensor_acquire not in this library")
+
+
+def test_asarray_waits_for_the_pending_write(native, gate):
+    t = ta.zeros(5)
+    ta.submit_native(native.gate_kernel, (t, "update"), userdata=gate.address)
+    t.fill(4.0)
+    import threading
+    threading.Timer(0.05, gate.open).start()
+    np.testing.assert_array_equal(np.asarray(t), np.full(5, 4.0))
+
+
+def test_asarray_every_dtype():
+    from test_tensors import ALL, sample
+    for dt in ALL:
+        a = sample((3, 2), dt)
+        np.testing.assert_array_equal(np.asarray(ta.asarray(a)[::-1]), a[::-1])
+
+
+@needs_export
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int8, np.uint64])
+def test_from_dlpack_matches(dtype):
+    from test_tensors import sample
+    a = sample((4, 6), dtype)
+    t = ta.asarray(a)
+    for view, ref in ((t, a), (t[::2, ::-1], a[::2, ::-1]), (t.T, a.T)):
+        x = np.from_dlpack(view)
+        np.testing.assert_array_equal(x, ref)
+        assert not x.flags.writeable  # a read export
+        assert x.strides == ref.strides
+
+
+@needs_export
+def test_conj_view_exports_the_conjugated_values():
+    a = np.array([1 + 2j, 3 - 4j])
+    np.testing.assert_array_equal(np.from_dlpack(ta.asarray(a).conj()), a.conj())
+
+
+@needs_export
+def test_dlpack_device_and_arguments():
+    t = ta.zeros(3)
+    assert t.__dlpack_device__() == (1, 0)
+    with pytest.raises(BufferError):
+        t.__dlpack__(stream=5)
+    with pytest.raises(BufferError):
+        t.__dlpack__(dl_device=(2, 0))
+    cap = t.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(cap)
+    cap = t.__dlpack__()
+    assert '"dltensor"' in repr(cap)
+
+
+@needs_export
+def test_export_then_drop_lets_a_writer_run(native):
+    t = ta.asarray(np.arange(4.0))
+    x = np.from_dlpack(t)
+    ev = t.fill(9.0)  # queued behind the export
+    assert ev.wait(timeout=0.05) is False
+    np.testing.assert_array_equal(x, np.arange(4.0))  # the export never sees the write
+    del x
+    gc.collect()
+    assert ev.wait()
+    np.testing.assert_array_equal(np.asarray(t), np.full(4, 9.0))
+
+
+@needs_export
+def test_consume_then_drop():
+    t = ta.asarray(np.arange(3.0))
+    cap = t.__dlpack__(max_version=(1, 0)) if NP_VERSION >= (2, 1) else t.__dlpack__()
+
+    class Holder:
+        def __dlpack__(self, **kw):
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    x = np.from_dlpack(Holder())
+    assert "used_dltensor" in repr(cap)
+    del cap, Holder
+    np.testing.assert_array_equal(x, np.arange(3.0))
+    ev = t.fill(1.0)
+    del x
+    gc.collect()
+    assert ev.wait()
+
+
+@needs_export
+@pytest.mark.parametrize("versioned", [True, False])
+def test_capsule_never_consumed_releases_the_access(versioned):
+    t = ta.asarray(np.arange(3.0))
+    cap = t.__dlpack__(max_version=(1, 0) if versioned else None)
+    ev = t.fill(2.0)
+    assert ev.wait(timeout=0.05) is False
+    del cap  # the capsule destructor calls the deleter
+    gc.collect()
+    assert ev.wait()
+    np.testing.assert_array_equal(np.asarray(t), np.full(3, 2.0))
+
+
+@needs_export
+def test_exported_array_outlives_every_handle():
+    t = ta.asarray(np.arange(6.0).reshape(2, 3))
+    x = np.from_dlpack(t[1])
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(x, [3.0, 4.0, 5.0])
+
+
+@needs_mapping
+def test_writer_submitted_while_an_export_lives_waits_then_runs(native):
+    t = ta.asarray(np.zeros(4))
+    x = np.asarray(t)
+    one = np.array(1.0)
+    ev = ta.submit_native(native.add_kernel, (t, "update"), userdata=one.ctypes.data)
+    assert ev.wait(timeout=0.05) is False
+    np.testing.assert_array_equal(x, np.zeros(4))
+    del x
+    gc.collect()
+    assert ev.wait()
+    np.testing.assert_array_equal(np.asarray(t), np.ones(4))
+
+
+@needs_export
+def test_poisoned_tensor_raises_on_export(native):
+    t = ta.asarray(np.arange(4.0))
+    ta.submit_native(native.fail_kernel, (t, "update"), name="failing_kernel")
+    with pytest.raises(ta.KernelError) as ei:
+        np.from_dlpack(t)
+    assert ei.value.code == 7 and ei.value.origin == "failing_kernel"
+    with pytest.raises(ta.KernelError):
+        t.__dlpack__()
+
+
+@needs_mapping
+def test_read_write_update_context_managers(native):
+    t = ta.zeros((2, 3))
+    with t.write() as a:
+        assert a.flags.writeable and a.shape == (2, 3)
+        a[...] = np.arange(6.0).reshape(2, 3)
+    with t.read() as a:
+        assert not a.flags.writeable
+        np.testing.assert_array_equal(a, np.arange(6.0).reshape(2, 3))
+        ev = t.scale(2.0)  # waits for the read mapping
+        assert ev.wait(timeout=0.05) is False
+        np.testing.assert_array_equal(a, np.arange(6.0).reshape(2, 3))
+    assert ev.wait()
+    with t.update() as a:
+        a += 1
+    np.testing.assert_array_equal(np.asarray(t), np.arange(6.0).reshape(2, 3) * 2 + 1)
+
+
+@needs_mapping
+def test_read_mapping_of_a_poisoned_tensor_raises_and_write_cleans(native):
+    t = ta.zeros(2)
+    ta.submit_native(native.fail_kernel, (t, "update"))
+    with pytest.raises(ta.KernelError):
+        with t.read():
+            pass
+    with t.write() as a:
+        a[:] = 5.0
+    assert t.wait()
+    np.testing.assert_array_equal(np.asarray(t), [5.0, 5.0])
