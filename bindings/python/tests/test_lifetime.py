@@ -91,9 +91,13 @@ def test_blocking_waits_release_the_gil(native, gate):
 
 
 def run_child(code, timeout=120):
+    # The child imports the same package as this process (not a source tree in its cwd).
+    import tempfile
     env = dict(os.environ)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ta.__file__)))
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, cwd=tempfile.gettempdir())
 
 
 def test_exit_with_pending_work_neither_hangs_nor_crashes(native):

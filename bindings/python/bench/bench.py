@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Benchmarks of the Python package, each against its peer in one run (by hand, not in CI).
+
+  python bench/bench.py [--only=submit,gemm,chol] [--reps=N] [--gemm-n=2048] [--chol-n=4096] [--tile=256]
+
+1. submit: the cost of submitting from Python, per operation on a 1-element tensor
+   (t.fill / t.scale, the Event dropped at once), and one submit + wait round trip,
+   against the same NumPy operation on an 8-element array.
+2. gemm: a 256-tiled dgemm, n = 2048, on column-major block arrays, one ta.gemm per tile
+   update in (k, i, j) order, then a wait: the same task graph as examples-c/bench/tiled.c
+   (run `make -C examples-c/bench tiled` for the C figures), against numpy.matmul.
+3. chol: a 256-tiled right-looking Cholesky, n = 4096 (816 tile operations), against
+   numpy.linalg.cholesky.
+
+Each figure is the best of --reps timed runs after a warm-up. NumPy's BLAS uses its own
+threads; the library uses its worker pool (TA_NUM_THREADS, default one per core).
+"""
+import argparse
+import time
+
+import numpy as np
+
+import tensorasync as ta
+
+
+def best(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def bench_submit(reps):
+    n = 100_000
+    t = ta.zeros(1)
+    a = np.zeros(8)
+
+    def ta_fill():
+        for _ in range(n):
+            t.fill(1.0)
+        t.wait()
+
+    def ta_scale():
+        for _ in range(n):
+            t.scale(1.0)
+        t.wait()
+
+    def np_fill():
+        for _ in range(n):
+            a.fill(1.0)
+
+    def np_scale():
+        for _ in range(n):
+            a.__imul__(1.0)
+
+    def ta_round_trip():
+        for _ in range(n // 10):
+            t.fill(1.0).wait()
+
+    rows = [
+        ("ta fill, submitted (1 element)", best(ta_fill, reps) / n),
+        ("ta scale, submitted (1 element)", best(ta_scale, reps) / n),
+        ("ta fill, submit + wait round trip", best(ta_round_trip, reps) / (n // 10)),
+        ("numpy a.fill (8 elements)", best(np_fill, reps) / n),
+        ("numpy a *= 1.0 (8 elements)", best(np_scale, reps) / n),
+    ]
+    print("\n== submission cost from Python")
+    for name, s in rows:
+        print(f"  {name:40s} {s * 1e6:8.2f} us/op")
+
+
+def tiled_gemm(n, nb):
+    A = ta.BlockArray.tiled((n, n), (nb, nb), np.float64, order="F")
+    B = ta.BlockArray.tiled((n, n), (nb, nb), np.float64, order="F")
+    C = ta.BlockArray.tiled((n, n), (nb, nb), np.float64, order="F")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    ta.copyto(A.all(), ta.asarray(a))
+    ta.copyto(B.all(), ta.asarray(b))
+    T = n // nb
+    tiles_a = [[A.block(i, k) for k in range(T)] for i in range(T)]
+    tiles_b = [[B.block(k, j) for j in range(T)] for k in range(T)]
+    tiles_c = [[C.block(i, j) for j in range(T)] for i in range(T)]
+    ta.wait_all()
+
+    def run():
+        for k in range(T):
+            for i in range(T):
+                for j in range(T):
+                    ta.gemm(tiles_c[i][j], tiles_a[i][k], tiles_b[k][j], 1.0, 0.0 if k == 0 else 1.0)
+        ta.wait_all()
+    return run, a, b, C
+
+
+def bench_gemm(n, nb, reps):
+    run, a, b, C = tiled_gemm(n, nb)
+    t_ta = best(run, reps)
+    ref = a @ b
+    np.testing.assert_allclose(np.asarray(C)[::97, ::89], ref[::97, ::89], rtol=1e-9, atol=1e-9)
+    t_np = best(lambda: np.matmul(a, b), reps)
+    flops = 2.0 * n ** 3
+    print(f"\n== tiled dgemm n={n}, {nb}x{nb} tiles ({(n // nb) ** 3} tile gemms)")
+    print(f"  tensorasync from Python   {t_ta * 1e3:8.1f} ms  {flops / t_ta / 1e9:6.1f} GFLOP/s")
+    print(f"  numpy.matmul              {t_np * 1e3:8.1f} ms  {flops / t_np / 1e9:6.1f} GFLOP/s")
+
+
+def bench_chol(n, nb, reps):
+    rng = np.random.default_rng(2)
+    m = rng.standard_normal((n, n))
+    spd = m @ m.T + n * np.eye(n)
+    A = ta.BlockArray.tiled((n, n), (nb, nb), np.float64, order="F")
+    src = ta.asarray(spd, order="F")
+    T = n // nb
+    tile = [[A.block(i, j) for j in range(T)] for i in range(T)]
+    tileT = [[tile[i][j].T for j in range(T)] for i in range(T)]
+    whole = A.all()
+
+    def reset():
+        ta.copyto(whole, src)
+        ta.wait_all()
+
+    def run():
+        for k in range(T):
+            ta.potrf(tile[k][k])
+            for i in range(k + 1, T):
+                ta.trsm(tile[i][k], tileT[k][k], side="right", lower=False)
+            for i in range(k + 1, T):
+                ta.syrk(tile[i][i], tile[i][k], alpha=-1.0, beta=1.0)
+                for j in range(k + 1, i):
+                    ta.gemm(tile[i][j], tile[i][k], tileT[j][k], alpha=-1.0, beta=1.0)
+        ta.wait_all()
+
+    times = []
+    for r in range(reps + 1):
+        reset()
+        t0 = time.perf_counter()
+        run()
+        if r:
+            times.append(time.perf_counter() - t0)
+    t_ta = min(times)
+    L = np.tril(np.asarray(A))
+    idx = rng.integers(0, n, size=(64, 2))
+    for i, j in idx:
+        assert abs(L[i] @ L[j] - spd[i, j]) <= 1e-8 * abs(spd).max(), (i, j)
+    t_np = best(lambda: np.linalg.cholesky(spd), reps)
+    flops = n ** 3 / 3.0
+    ops = T + 2 * (T * (T - 1) // 2) + (T * (T - 1) * (T - 2)) // 6
+    print(f"\n== tiled Cholesky n={n}, {nb}x{nb} tiles ({ops} tile operations)")
+    print(f"  tensorasync from Python   {t_ta * 1e3:8.1f} ms  {flops / t_ta / 1e9:6.1f} GFLOP/s")
+    print(f"  numpy.linalg.cholesky     {t_np * 1e3:8.1f} ms  {flops / t_np / 1e9:6.1f} GFLOP/s")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="submit,gemm,chol")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--gemm-n", type=int, default=2048)
+    p.add_argument("--chol-n", type=int, default=4096)
+    p.add_argument("--tile", type=int, default=256)
+    args = p.parse_args()
+    only = set(args.only.split(","))
+    print(f"tensorasync {ta.__version__}, numpy {np.__version__}")
+    if "submit" in only:
+        bench_submit(args.reps)
+    if "gemm" in only:
+        bench_gemm(args.gemm_n, args.tile, args.reps)
+    if "chol" in only:
+        bench_chol(args.chol_n, args.tile, args.reps)
+
+
+if __name__ == "__main__":
+    main()
