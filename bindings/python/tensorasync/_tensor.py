@@ -88,17 +88,32 @@ def _out_call(kind, fn, *args):
     return outp[0]
 
 
+_tls = threading.local()
+
+
+def _bufs():
+    """This thread's out-parameter cells (read right after each call, so reusable)."""
+    try:
+        return _tls.bufs
+    except AttributeError:
+        b = _tls.bufs = (ffi.new("ta_event **"), ffi.new("ta_error **"))
+        return b
+
+
 def _submit_call(fn, *args):
     """Submit an operation ``fn(*args, opts, &event, &error)``; returns its Event."""
-    evp = ffi.new("ta_event **")
-    errp = ffi.new("ta_error **")
+    evp, errp = _bufs()
     st = fn(*args, _NULL, evp, errp)
     if st:
-        raise errors.from_handle(st, errp[0])
+        e = errp[0]
+        errp[0] = _NULL
+        raise errors.from_handle(st, e)
     return Event(evp[0])
 
 
 def _scalar(value, dtype=None):
+    if dtype is None and type(value) is float:
+        return (value, 0.0)
     c = complex(value)
     if dtype is not None and np.dtype(dtype).kind in "iu":
         if c.imag != 0 or c.real != int(c.real):
@@ -204,7 +219,7 @@ class Tensor:
     which never blocks: pending operations keep their data alive.
     """
 
-    __slots__ = ("_h", "_keep", "__weakref__")
+    __slots__ = ("_h", "_keep", "_dt", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create tensors with tensorasync.zeros, empty, asarray or wrap")
@@ -214,6 +229,7 @@ class Tensor:
         self = object.__new__(cls)
         self._h = handle
         self._keep = keep
+        self._dt = None
         return self
 
     def __del__(self):
@@ -229,9 +245,12 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         """The element type, as a NumPy dtype."""
-        out = ffi.new("ta_dtype *")
-        errors.check(lib.ta_tensor_dtype(self._h, out))
-        return _TA_TO_NP[out[0]]
+        dt = self._dt
+        if dt is None:
+            out = ffi.new("ta_dtype *")
+            errors.check(lib.ta_tensor_dtype(self._h, out))
+            dt = self._dt = _TA_TO_NP[out[0]]
+        return dt
 
     @property
     def ndim(self) -> int:
@@ -680,12 +699,19 @@ def wrap(array, readonly=None) -> Tensor:
 
 # ----- operations -------------------------------------------------------------------------
 
+_HAS_I64 = has("ta_fill_i64") and has("ta_scale_i64")
+_HAS_U64 = has("ta_fill_u64") and has("ta_scale_u64")
+_I64, _U64 = np.dtype(np.int64), np.dtype(np.uint64)
+
+
 def fill(t, value) -> Event:
     """Set every element of ``t`` to ``value`` (an overwrite: clears a poison)."""
     dt = t.dtype
-    if dt == np.int64 and has("ta_fill_i64"):
+    if dt.kind in "fc":
+        return _submit_call(lib.ta_fill, t._h, _scalar(value))
+    if dt == _I64 and _HAS_I64:
         return _submit_call(lib.ta_fill_i64, t._h, int(value))
-    if dt == np.uint64 and has("ta_fill_u64"):
+    if dt == _U64 and _HAS_U64:
         return _submit_call(lib.ta_fill_u64, t._h, int(value))
     return _submit_call(lib.ta_fill, t._h, _scalar(value, dt))
 
@@ -693,9 +719,11 @@ def fill(t, value) -> Event:
 def scale(t, alpha) -> Event:
     """``t = alpha * t`` (an update: a poisoned ``t`` fails the operation)."""
     dt = t.dtype
-    if dt == np.int64 and has("ta_scale_i64"):
+    if dt.kind in "fc":
+        return _submit_call(lib.ta_scale, t._h, _scalar(alpha))
+    if dt == _I64 and _HAS_I64:
         return _submit_call(lib.ta_scale_i64, t._h, int(alpha))
-    if dt == np.uint64 and has("ta_scale_u64"):
+    if dt == _U64 and _HAS_U64:
         return _submit_call(lib.ta_scale_u64, t._h, int(alpha))
     return _submit_call(lib.ta_scale, t._h, _scalar(alpha, dt))
 
