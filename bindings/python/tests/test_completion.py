@@ -106,3 +106,13 @@ def test_cancelling_a_waiting_coroutine(native, gate):
 
 async def _wait(ev):
     await ev
+
+
+def test_asyncio_overlap_example_runs():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "overlap_asyncio.py"
+    spec = importlib.util.spec_from_file_location("overlap_asyncio", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    asyncio.run(mod.main(512, 128))  # asserts the factor against the input itself
