@@ -147,3 +147,15 @@ def test_tiled_cholesky_on_a_block_array():
     L = np.tril(np.asarray(A))
     np.testing.assert_allclose(L, np.linalg.cholesky(spd), rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(A.block(1, 2)), np.asarray(A)[16:32, 32:48])
+
+
+def test_block_array_views_match_numpy():
+    A = ta.BlockArray.tiled((6, 9), (2, 4), np.float64)  # ragged last tile column
+    assert A.grid == (3, 3)
+    ref = np.arange(54.0).reshape(6, 9)
+    ta.copyto(A.all(), ta.asarray(ref))
+    np.testing.assert_array_equal(np.asarray(A.block(2, 2)), ref[4:6, 8:9])
+    np.testing.assert_array_equal(np.asarray(A.coalesce((0, 1), (2, 3))), ref[0:4, 4:9])
+    A.block(1, 0).fill(-1.0)
+    ref[2:4, 0:4] = -1.0
+    np.testing.assert_array_equal(np.asarray(A), ref)
