@@ -16,6 +16,10 @@ Each figure is the best of --reps timed runs after a warm-up. NumPy's BLAS uses 
 threads; the library uses its worker pool (TA_NUM_THREADS, default one per core).
 """
 import argparse
+import os
+import pathlib
+import re
+import subprocess
 import time
 
 import numpy as np
@@ -105,6 +109,7 @@ def bench_gemm(n, nb, reps):
     print(f"\n== tiled dgemm n={n}, {nb}x{nb} tiles ({(n // nb) ** 3} tile gemms)")
     print(f"  tensorasync from Python   {t_ta * 1e3:8.1f} ms  {flops / t_ta / 1e9:6.1f} GFLOP/s")
     print(f"  numpy.matmul              {t_np * 1e3:8.1f} ms  {flops / t_np / 1e9:6.1f} GFLOP/s")
+    return flops / t_ta / 1e9
 
 
 def bench_chol(n, nb, reps):
@@ -151,6 +156,23 @@ def bench_chol(n, nb, reps):
     print(f"\n== tiled Cholesky n={n}, {nb}x{nb} tiles ({ops} tile operations)")
     print(f"  tensorasync from Python   {t_ta * 1e3:8.1f} ms  {flops / t_ta / 1e9:6.1f} GFLOP/s")
     print(f"  numpy.linalg.cholesky     {t_np * 1e3:8.1f} ms  {flops / t_np / 1e9:6.1f} GFLOP/s")
+    return flops / t_ta / 1e9
+
+
+def c_figures(args, only):
+    """GFLOP/s (median, best) of the same tiled runs from C (examples-c/bench/tiled, tensorasync rows)."""
+    exe = pathlib.Path(__file__).resolve().parents[3] / "examples-c" / "bench" / "tiled"
+    if not exe.exists():
+        print("\n(examples-c/bench/tiled not built: `make -C examples-c/bench tiled` builds it; C figures skipped)")
+        return {}
+    which = ",".join(k for k, name in (("gemm", "gemm"), ("chol", "chol")) if name in only)
+    out = subprocess.run([str(exe), "--impl=ta", f"--only={which}", f"--reps={args.reps}",
+                          f"--gemm-n={args.gemm_n}", f"--chol-n={args.chol_n}", f"--tile={args.tile}"],
+                         capture_output=True, text=True, env=dict(os.environ)).stdout
+    res = {}
+    for m in re.finditer(r"RESULT bench=(\w+) .*impl=tensorasync unit=gflops median=([\d.]+) best=([\d.]+)", out):
+        res[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return res
 
 
 def main():
@@ -165,10 +187,20 @@ def main():
     print(f"tensorasync {ta.__version__}, numpy {np.__version__}")
     if "submit" in only:
         bench_submit(args.reps)
+    py = {}
     if "gemm" in only:
-        bench_gemm(args.gemm_n, args.tile, args.reps)
+        py["gemm"] = bench_gemm(args.gemm_n, args.tile, args.reps)
     if "chol" in only:
-        bench_chol(args.chol_n, args.tile, args.reps)
+        py["cholesky"] = bench_chol(args.chol_n, args.tile, args.reps)
+    if py:
+        c = c_figures(args, only)
+        if c:
+            print("\n== Python vs C (GFLOP/s; C: median and best of its runs)")
+            for k, v in py.items():
+                if k in c:
+                    med, bst = c[k]
+                    print(f"  {k:9s} Python best {v:6.1f}   C median {med:6.1f} best {bst:6.1f}   "
+                          f"Python/C best {v / bst:5.2f}x")
 
 
 if __name__ == "__main__":
