@@ -180,3 +180,25 @@ def test_scalars_and_item():
     assert complex(ta.asarray(np.array(1 + 2j))) == 1 + 2j
     with pytest.raises(ValueError):
         float(ta.zeros(2))
+
+
+def test_random_indexing_matches_numpy():
+    rng = np.random.default_rng(7)
+    a = sample((4, 5, 3), np.float64)
+    t = ta.asarray(a)
+
+    def rand_axis(n):
+        r = rng.integers(0, 3)
+        if r == 0:
+            return int(rng.integers(-n, n))
+        vals = [None] + list(range(-n - 1, n + 2))
+        step = [None, 1, 2, -1, -2, 3][rng.integers(0, 6)]
+        return slice(vals[rng.integers(0, len(vals))], vals[rng.integers(0, len(vals))], step)
+
+    for _ in range(300):
+        key = tuple(rand_axis(n) for n in a.shape[: rng.integers(1, 4)])
+        if rng.integers(0, 4) == 0:
+            key = key[:1] + (Ellipsis,)
+        v, ref = t[key], a[key]
+        assert v.shape == ref.shape, key
+        np.testing.assert_array_equal(np.asarray(v), ref)
