@@ -23,6 +23,9 @@ mod linalg;
 mod ops;
 // Readiness, host access, deferred completion, DLPack (one block for easy merges).
 mod ready;
+mod mapping;
+mod token;
+mod wrap;
 mod runtime;
 mod tensor;
 pub mod version;

@@ -239,19 +239,39 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         // Unreachable: only the thread that made the task ready runs it.
         return task.finish();
     };
-    let mut cx = RunCtx { waits: task.take_waits(), issued: None };
+    let mut cx = RunCtx { waits: task.take_waits(), issued: None, deferred: None };
     let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
+            } else if let Some(token) = op.external() {
+                // An operation whose body runs elsewhere: granted unless an
+                // input it reads is poisoned.
+                match op.poisoned_input() {
+                    Some(e) => Err(e),
+                    None => {
+                        let token = token.clone();
+                        let (views, keep) = op.granted();
+                        return super::deferred::park(task, &token, views, keep);
+                    }
+                }
             } else {
                 let _running = RunningGuard::push(task, op);
-                match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
+                let r = match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
                     Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                };
+                if let Some(token) = cx.deferred.take() {
+                    // The kernel deferred its completion (its result is
+                    // ignored): the task keeps its accesses until the token
+                    // is finished.
+                    drop(_running);
+                    let (views, keep) = op.granted();
+                    return super::deferred::park(task, &token, views, keep);
                 }
+                r
             }
         }
     };
@@ -259,16 +279,59 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         let Work { job, completion } = slot.take().expect("present until concluded");
         return issue_device(task, Parked { job, completion, result, tail: cx.issued });
     }
-    conclude(task, slot, result)
+    if let Some(Job::Op(op)) = slot.as_ref().map(|w| &w.job) {
+        if let Some(token) = op.external().cloned() {
+            // Failed (or cancelled) before its body started.
+            let failure = result.clone().err().expect("an external operation concludes here only on failure");
+            let ready = conclude(task, slot, result, true);
+            token.failed_before_start(&failure, failure.status() == Status::Cancelled);
+            return ready;
+        }
+    }
+    conclude(task, slot, result, true)
+}
+
+/// Conclude a task parked by [`super::deferred::park`] with `f`.
+///
+/// Only the thread that took the task out of its token's parked state (or
+/// the parking thread, for a finish that came first) calls this, once.
+pub(crate) fn conclude_parked(task: &Arc<Task>, f: super::deferred::Finish) -> super::task::ReadyList {
+    use super::deferred::Finish;
+    // SAFETY: the task is parked: its runner returned without concluding it,
+    // and the caller is the one thread that concludes it (see above); the
+    // token's lock orders the runner's last writes before this.
+    let slot = unsafe { task.running_work() };
+    let origin = match slot.as_ref().map(|w| &w.job) {
+        Some(Job::Op(op)) => op.name.to_origin(),
+        _ => "deferred".into(),
+    };
+    let (result, commit) = match f {
+        Finish::Ok => (Ok(()), true),
+        Finish::Abandon => (Ok(()), false),
+        Finish::Fail { status, message } if status == Status::Cancelled as u32 => {
+            (Err(Error::new(Status::Cancelled, origin, message.unwrap_or_else(|| "the operation was cancelled by its token".into()))), true)
+        }
+        Finish::Fail { status, message } => {
+            let msg = message.unwrap_or_else(|| format!("the operation was finished with status {status}"));
+            (Err(Error::with_code(Status::KernelFailed, origin, msg, status as i64)), true)
+        }
+    };
+    conclude(task, slot, result, commit)
 }
 
 /// The last steps of every task: commit, notify, release successors, drop
 /// the operands, retire. `slot` is the task's work (see `Task::running_work`).
-fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>) -> super::task::ReadyList {
+/// Without `commit`, nothing is recorded in the values (an abandoned host
+/// access: nothing was written).
+fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commit: bool) -> super::task::ReadyList {
     let work = slot.as_mut().expect("present until concluded");
     let completion = work.completion.take();
     match &work.job {
-        Job::Op(op) => op.commit(&result),
+        Job::Op(op) => {
+            if commit {
+                op.commit(&result)
+            }
+        }
         // A wait holds its value only to read the outcome: let go of it
         // before the waiter wakes, so a caller that frees a tensor right
         // after waiting for it gets the memory back at once.
@@ -404,7 +467,7 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
     // SAFETY: this thread runs the task's finish (it holds the parked work).
     let slot = unsafe { task.running_work() };
     *slot = Some(Work { job, completion });
-    conclude(task, slot, result)
+    conclude(task, slot, result, true)
 }
 
 /// Run a user callback; a panic in it is reported on stderr and goes no further
