@@ -63,7 +63,10 @@ class _Pool:
             job = self.q.get()
             if job is None:
                 return
-            job.run()
+            try:
+                job.run()
+            except BaseException:  # run() finishes its token whatever happens; keep serving
+                pass
 
 
 _pool = None
@@ -101,27 +104,24 @@ class _Job:
 
     def run(self):
         token, self.token = self.token, None
-        n = len(self.modes)
-        views = ffi.new("ta_view[]", max(n, 1))
-        count = ffi.new("size_t *")
-        st = lib.ta_token_views(token, views, n, count)
-        if st:
-            lib.ta_token_finish(token, lib.TA_STATUS_INTERNAL, b"ta_token_views failed")
-            return
+        status, message = lib.TA_STATUS_OK, None
         try:
+            n = len(self.modes)
+            views = ffi.new("ta_view[]", max(n, 1))
+            count = ffi.new("size_t *")
+            errors.check(lib.ta_token_views(token, views, n, count))
             arrays = [_view_array(views[i], self, self.modes[i] != lib.TA_MODE_READ) for i in range(count[0])]
             result = self.fn(*arrays)
             del arrays
+            if isinstance(result, int) and not isinstance(result, bool) and result != 0:
+                status, message = lib.TA_STATUS_KERNEL_FAILED, f"kernel {self.name or ''} returned {result}"
         except BaseException as e:
-            msg = "".join(traceback.format_exception_only(type(e), e)).strip()
-            lib.ta_token_finish(token, lib.TA_STATUS_KERNEL_FAILED, msg.encode("utf-8", "replace"))
-        else:
-            if result not in (None, 0):
-                lib.ta_token_finish(token, lib.TA_STATUS_KERNEL_FAILED,
-                                    f"kernel {self.name or ''} returned {result!r}".encode())
-            else:
-                lib.ta_token_finish(token, lib.TA_STATUS_OK, ffi.NULL)
-        self.tensors = None
+            status = lib.TA_STATUS_KERNEL_FAILED
+            message = "".join(traceback.format_exception_only(type(e), e)).strip()
+        finally:
+            self.tensors = None
+            lib.ta_token_finish(token, status,
+                                ffi.NULL if message is None else message.encode("utf-8", "replace"))
 
 
 def submit(fn, *accesses, name=None) -> Event:
@@ -180,4 +180,4 @@ def submit_native(fn, *accesses, userdata=None, name=None) -> Event:
     st = lib.ta_kernel_submit(kfn, ud, _cname(name), acc, len(tensors), ffi.NULL, ev, errp)
     if st:
         raise errors.from_handle(st, errp[0])
-    return Event(ev[0], (tensors, userdata))
+    return Event(ev[0], userdata)
