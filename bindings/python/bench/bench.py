@@ -64,16 +64,27 @@ def bench_submit(reps):
         for _ in range(n // 10):
             t.fill(1.0).wait()
 
+    m = n // 20
+
+    def py_kernel(a):
+        a += 1.0
+
+    def ta_py_kernels():
+        for _ in range(m):
+            ta.submit(py_kernel, (t, "update"))
+        t.wait()
+
     rows = [
         ("ta fill, submitted (1 element)", best(ta_fill, reps) / n),
         ("ta scale, submitted (1 element)", best(ta_scale, reps) / n),
         ("ta fill, submit + wait round trip", best(ta_round_trip, reps) / (n // 10)),
+        ("Python kernel chain (ta.submit), per kernel", best(ta_py_kernels, reps) / m),
         ("numpy a.fill (8 elements)", best(np_fill, reps) / n),
         ("numpy a *= 1.0 (8 elements)", best(np_scale, reps) / n),
     ]
     print("\n== submission cost from Python")
     for name, s in rows:
-        print(f"  {name:40s} {s * 1e6:8.2f} us/op")
+        print(f"  {name:44s} {s * 1e6:8.2f} us/op")
 
 
 def tiled_gemm(n, nb):
