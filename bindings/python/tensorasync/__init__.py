@@ -17,6 +17,7 @@ from ._completion import Event
 from ._tensor import (
     Tensor, BlockArray, zeros, empty, asarray, wrap, copy, copyto, fill, scale, axpy, matmul, gemm,
     add_product, einsum, tensordot, sum, dot, vdot, norm, potrf, trsm, syrk, conj, transpose, dtypes,
+    from_dlpack,
 )
 from ._kernels import submit, submit_native
 
@@ -29,7 +30,7 @@ __all__ = [
     "CudaError", "InternalError", "Event", "Tensor", "BlockArray", "zeros", "empty", "asarray",
     "wrap", "copy", "copyto", "fill", "scale", "axpy", "matmul", "gemm", "add_product", "einsum",
     "tensordot", "sum", "dot", "vdot", "norm", "potrf", "trsm", "syrk", "conj", "transpose",
-    "dtypes", "submit", "submit_native", "wait_all", "shutdown", "__version__",
+    "dtypes", "from_dlpack", "submit", "submit_native", "wait_all", "shutdown", "__version__",
 ]
 
 

@@ -57,12 +57,12 @@ def _capsule(ptr, versioned):
     return _PyCapsule_New(int(ffi.cast("uintptr_t", ptr)), name, _DESTRUCTOR)
 
 
-def _to_dlpack(tensor, versioned):
+def _to_dlpack(tensor, versioned, mode):
     kind = "ta_dl_managed_tensor_versioned *" if versioned else "ta_dl_managed_tensor *"
     fn = lib.ta_tensor_to_dlpack if versioned else lib.ta_tensor_to_dlpack_legacy
     outp = ffi.new(kind + " *")
     errp = ffi.new("ta_error **")
-    st = fn(tensor._h, lib.TA_MODE_READ, -1, outp, errp)
+    st = fn(tensor._h, mode, -1, outp, errp)
     if st:
         raise errors.from_handle(st, errp[0])
     return outp[0]
@@ -78,17 +78,20 @@ def export(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
     if dl_device is not None and tuple(int(v) for v in dl_device) != (_KDLCPU, 0):
         raise BufferError(f"cannot export to device {tuple(dl_device)}; only (kDLCPU, 0)")
     versioned = max_version is not None and int(max_version[0]) >= 1
+    # A copy belongs to the consumer alone: it is exported writable (an exclusive access
+    # of a tensor nobody else has). Otherwise a read access: later writers wait for it.
     src = _copy(tensor) if copy else tensor
+    mode = lib.TA_MODE_UPDATE if copy else lib.TA_MODE_READ
     try:
-        managed = _to_dlpack(src, versioned)
+        managed = _to_dlpack(src, versioned, mode)
     except errors.UnsupportedError:
         # A conj view of a complex tensor: DLPack has no conjugation flag; materialise it
         # (the consumer then gets a copy).
         if copy is False:
             raise BufferError("exporting a conj view needs a copy") from None
         src = _copy(tensor)
-        managed = _to_dlpack(src, versioned)
         copy = True
+        managed = _to_dlpack(src, versioned, lib.TA_MODE_UPDATE)
     if versioned and copy:
         managed.flags |= lib.TA_DL_FLAG_IS_COPIED
     return _capsule(managed, versioned)

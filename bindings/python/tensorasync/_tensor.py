@@ -13,7 +13,7 @@ from ._completion import Event, dispatcher, _ns
 __all__ = [
     "Tensor", "BlockArray", "zeros", "empty", "asarray", "wrap", "copy", "copyto", "fill", "scale",
     "axpy", "matmul", "gemm", "add_product", "einsum", "tensordot", "sum", "dot", "vdot", "norm",
-    "potrf", "trsm", "syrk", "conj", "transpose", "dtypes",
+    "potrf", "trsm", "syrk", "conj", "transpose", "dtypes", "from_dlpack",
 ]
 
 _NULL = ffi.NULL
@@ -695,6 +695,16 @@ def wrap(array, readonly=None) -> Tensor:
     h = _out_call("ta_tensor *", fn, ta_dt, array.ndim, ext, st, lib.TA_ORDER_ROW_MAJOR, data, _NULL, _NULL)
     _leaked_wraps.append((array, keep))
     return Tensor._from_handle(h, array)
+
+
+def from_dlpack(obj, readonly=None) -> Tensor:
+    """A tensor over the memory of any host DLPack producer (``obj.__dlpack__``), zero copy.
+
+    The capsule is consumed by NumPy on this thread and the resulting array is wrapped
+    (see ``wrap``): the producer's deleter then runs on a Python thread when the array is
+    released after the library's last access, never on a library worker.
+    """
+    return wrap(np.from_dlpack(obj), readonly=readonly)
 
 
 # ----- operations -------------------------------------------------------------------------

@@ -170,3 +170,30 @@ def test_read_mapping_of_a_poisoned_tensor_raises_and_write_cleans(native):
         a[:] = 5.0
     assert t.wait()
     np.testing.assert_array_equal(np.asarray(t), [5.0, 5.0])
+
+
+@pytest.mark.skipif(NP_VERSION < (2, 1), reason="NumPy 2.0 passes no copy argument")
+def test_from_dlpack_copy_is_a_private_copy():
+    a = np.arange(4.0)
+    t = ta.asarray(a)
+    x = np.from_dlpack(t, copy=True)
+    np.testing.assert_array_equal(x, a)
+    ev = t.fill(0.0)  # does not wait for the copy's consumer
+    assert ev.wait()
+    np.testing.assert_array_equal(x, a)
+    cap = t.__dlpack__(max_version=(1, 0), copy=True)
+    from tensorasync._dlpack import _PyCapsule_GetPointer
+    m = ta._FFI.cast("ta_dl_managed_tensor_versioned *", _PyCapsule_GetPointer(id(cap), b"dltensor_versioned"))
+    assert m.flags & ta._LIB.TA_DL_FLAG_IS_COPIED and not m.flags & ta._LIB.TA_DL_FLAG_READ_ONLY
+    if NP_VERSION >= (2, 3):  # NumPy imports writable versioned capsules writable from 2.2.5 on
+        assert x.flags.writeable
+
+
+def test_from_dlpack_import_is_zero_copy():
+    a = np.arange(6.0)
+    t = ta.from_dlpack(a)  # NumPy arrays are DLPack producers
+    t.scale(3.0).wait()
+    np.testing.assert_array_equal(a, np.arange(6.0) * 3)
+    b = ta.from_dlpack(ta.asarray(np.ones(2)))  # our own export: read-only
+    assert b.read_only
+    np.testing.assert_array_equal(np.asarray(b), [1.0, 1.0])
