@@ -131,8 +131,16 @@ def submit(fn, *accesses, name=None) -> Event:
     (also ``"r"``, ``"w"``, ``"rw"``). ``fn(*arrays)`` runs on one of the package's kernel
     threads once the accesses are granted (readers after earlier writers, writers after
     every earlier access); read operands are read-only arrays. An exception fails the
-    operation (its message becomes the error's) and poisons what it writes. Returns the
-    operation's Event. Do not keep the arrays after ``fn`` returns.
+    operation (its message becomes the error's) and poisons what it writes; a non-zero int
+    return value fails it too. Returns the operation's Event. Do not keep the arrays after
+    ``fn`` returns, and do not wait on (or ``np.asarray``) the operands' tensors inside
+    ``fn``: the operation holds their accesses until it returns.
+
+    The GIL's cost: ``fn`` holds the GIL while it runs Python code, so Python kernels run
+    one at a time (NumPy calls that release the GIL overlap with each other and with the
+    library's workers), and each kernel adds a hand-off to a package thread and back (tens
+    of microseconds per kernel in a dependency chain). Use ``submit_native`` for small,
+    frequent kernels.
     """
     acc, tensors, modes = _accesses(accesses)
     tok = ffi.new("ta_token **")

@@ -484,23 +484,16 @@ class Tensor:
         return np.array(self.__array__(), copy=True)
 
     def __array__(self, dtype=None, copy=None):
-        if has("ta_tensor_acquire"):
-            mapping, arr = self._acquire(READ)
-            if copy:
-                arr = np.array(arr, copy=True)
-                mapping.close()
-        else:
-            arr = self._copy_out()
+        # A read mapping: granted once earlier writers are done, held by the array (later
+        # writers wait until it is gone), or released at once after a copy.
+        mapping, arr = self._acquire(READ)
+        if copy:
+            arr = np.array(arr, copy=True)
+            mapping.close()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             if copy is False:
                 raise ValueError("a dtype conversion needs a copy")
             arr = arr.astype(dtype)
-        return arr
-
-    def _copy_out(self):
-        arr = np.empty(self.shape, self.dtype)
-        ev = _submit_call(lib.ta_copy_out, self._h, ffi.cast("void *", arr.ctypes.data), max(arr.size, 1), _NULL)
-        ev.result()
         return arr
 
     def item(self):
@@ -642,9 +635,6 @@ class _WrapRelease:
         self.array = None
 
 
-_leaked_wraps = []
-
-
 def wrap(array, readonly=None) -> Tensor:
     """A tensor over ``array``'s memory, without copying.
 
@@ -672,29 +662,23 @@ def wrap(array, readonly=None) -> Tensor:
     if keep is not None:
         addr = keep.ctypes.data
     data = ffi.cast("void *", addr)
-    if has("ta_tensor_wrap_ex"):
-        d = dispatcher()
-        release = _WrapRelease((array, keep))
-        tag = d.add(release)
-        opts = ffi.new("ta_wrap_options *")
-        opts.struct_size = ffi.sizeof("ta_wrap_options")
-        opts.flags = lib.TA_WRAP_READ_ONLY if readonly else 0
-        opts.release = _NULL
-        opts.release_userdata = _NULL
-        opts.release_cq = d.cq
-        opts.release_tag = tag
-        try:
-            h = _out_call("ta_tensor *", lib.ta_tensor_wrap_ex, ta_dt, array.ndim, ext, st,
-                          lib.TA_ORDER_ROW_MAJOR, data, opts)
-        except BaseException:
-            d.discard(tag)
-            raise
-        return Tensor._from_handle(h, release)
-    # Without release notification the array must outlive every access: keep it forever.
-    fn = lib.ta_tensor_wrap_const if readonly else lib.ta_tensor_wrap
-    h = _out_call("ta_tensor *", fn, ta_dt, array.ndim, ext, st, lib.TA_ORDER_ROW_MAJOR, data, _NULL, _NULL)
-    _leaked_wraps.append((array, keep))
-    return Tensor._from_handle(h, array)
+    d = dispatcher()
+    release = _WrapRelease((array, keep))
+    tag = d.add(release)
+    opts = ffi.new("ta_wrap_options *")
+    opts.struct_size = ffi.sizeof("ta_wrap_options")
+    opts.flags = lib.TA_WRAP_READ_ONLY if readonly else 0
+    opts.release = _NULL
+    opts.release_userdata = _NULL
+    opts.release_cq = d.cq
+    opts.release_tag = tag
+    try:
+        h = _out_call("ta_tensor *", lib.ta_tensor_wrap_ex, ta_dt, array.ndim, ext, st,
+                      lib.TA_ORDER_ROW_MAJOR, data, opts)
+    except BaseException:
+        d.discard(tag)
+        raise
+    return Tensor._from_handle(h, release)
 
 
 def from_dlpack(obj, readonly=None) -> Tensor:

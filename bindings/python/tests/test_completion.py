@@ -7,7 +7,6 @@ import pytest
 
 import tensorasync as ta
 
-needs_ready = pytest.mark.skipif(not ta._has("ta_tensor_ready"), reason="ta_tensor_ready not in this library")
 
 
 def test_event_done_wait_status(native, gate):
@@ -38,7 +37,6 @@ def test_done_callback_runs_on_a_python_thread(native, gate):
     assert seen[-1] == threading.current_thread().name
 
 
-@needs_ready
 def test_ready_waits_for_everything_enrolled(native, gate):
     t = ta.zeros(3)
     ta.submit_native(native.gate_kernel, (t, "update"), userdata=gate.address)
@@ -51,7 +49,6 @@ def test_ready_waits_for_everything_enrolled(native, gate):
     np.testing.assert_array_equal(np.asarray(t), [2.0, 2.0, 2.0])
 
 
-@needs_ready
 def test_ten_thousand_concurrent_awaits(native, gate):
     tensors = [ta.zeros(1) for _ in range(100)]
     for i, t in enumerate(tensors):

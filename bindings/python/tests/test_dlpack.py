@@ -7,8 +7,6 @@ import pytest
 import tensorasync as ta
 
 NP_VERSION = tuple(int(x) for x in np.__version__.split(".")[:2])
-needs_export = pytest.mark.skipif(not ta._has("ta_tensor_to_dlpack"), reason="ta_tensor_to_dlpack not in this library")
-needs_mapping = pytest.mark.skipif(not ta._has("ta_tensor_acquire"), reason="ta_tensor_acquire not in this library")
 
 
 def test_asarray_waits_for_the_pending_write(native, gate):
@@ -27,7 +25,6 @@ def test_asarray_every_dtype():
         np.testing.assert_array_equal(np.asarray(ta.asarray(a)[::-1]), a[::-1])
 
 
-@needs_export
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int8, np.uint64])
 def test_from_dlpack_matches(dtype):
     from test_tensors import sample
@@ -40,13 +37,11 @@ def test_from_dlpack_matches(dtype):
         assert x.strides == ref.strides
 
 
-@needs_export
 def test_conj_view_exports_the_conjugated_values():
     a = np.array([1 + 2j, 3 - 4j])
     np.testing.assert_array_equal(np.from_dlpack(ta.asarray(a).conj()), a.conj())
 
 
-@needs_export
 def test_dlpack_device_and_arguments():
     t = ta.zeros(3)
     assert t.__dlpack_device__() == (1, 0)
@@ -60,7 +55,6 @@ def test_dlpack_device_and_arguments():
     assert '"dltensor"' in repr(cap)
 
 
-@needs_export
 def test_export_then_drop_lets_a_writer_run(native):
     t = ta.asarray(np.arange(4.0))
     x = np.from_dlpack(t)
@@ -73,7 +67,6 @@ def test_export_then_drop_lets_a_writer_run(native):
     np.testing.assert_array_equal(np.asarray(t), np.full(4, 9.0))
 
 
-@needs_export
 def test_consume_then_drop():
     t = ta.asarray(np.arange(3.0))
     cap = t.__dlpack__(max_version=(1, 0)) if NP_VERSION >= (2, 1) else t.__dlpack__()
@@ -94,7 +87,6 @@ def test_consume_then_drop():
     assert ev.wait()
 
 
-@needs_export
 @pytest.mark.parametrize("versioned", [True, False])
 def test_capsule_never_consumed_releases_the_access(versioned):
     t = ta.asarray(np.arange(3.0))
@@ -107,7 +99,6 @@ def test_capsule_never_consumed_releases_the_access(versioned):
     np.testing.assert_array_equal(np.asarray(t), np.full(3, 2.0))
 
 
-@needs_export
 def test_exported_array_outlives_every_handle():
     t = ta.asarray(np.arange(6.0).reshape(2, 3))
     x = np.from_dlpack(t[1])
@@ -116,7 +107,6 @@ def test_exported_array_outlives_every_handle():
     np.testing.assert_array_equal(x, [3.0, 4.0, 5.0])
 
 
-@needs_mapping
 def test_writer_submitted_while_an_export_lives_waits_then_runs(native):
     t = ta.asarray(np.zeros(4))
     x = np.asarray(t)
@@ -130,7 +120,6 @@ def test_writer_submitted_while_an_export_lives_waits_then_runs(native):
     np.testing.assert_array_equal(np.asarray(t), np.ones(4))
 
 
-@needs_export
 def test_poisoned_tensor_raises_on_export(native):
     t = ta.asarray(np.arange(4.0))
     ta.submit_native(native.fail_kernel, (t, "update"), name="failing_kernel")
@@ -141,7 +130,6 @@ def test_poisoned_tensor_raises_on_export(native):
         t.__dlpack__()
 
 
-@needs_mapping
 def test_read_write_update_context_managers(native):
     t = ta.zeros((2, 3))
     with t.write() as a:
@@ -159,7 +147,6 @@ def test_read_write_update_context_managers(native):
     np.testing.assert_array_equal(np.asarray(t), np.arange(6.0).reshape(2, 3) * 2 + 1)
 
 
-@needs_mapping
 def test_read_mapping_of_a_poisoned_tensor_raises_and_write_cleans(native):
     t = ta.zeros(2)
     ta.submit_native(native.fail_kernel, (t, "update"))

@@ -6,7 +6,6 @@ import pytest
 
 import tensorasync as ta
 
-needs_external = pytest.mark.skipif(not ta._has("ta_external_submit"), reason="ta_external_submit not in this library")
 
 
 def test_native_kernel_runs_on_a_worker(native):
@@ -25,7 +24,6 @@ def test_native_kernel_refuses_python_objects():
         ta.submit_native(lambda *v: 0, (ta.zeros(1), "update"))
 
 
-@needs_external
 def test_python_kernel_gets_numpy_views_and_runs_on_a_package_thread():
     x = np.arange(12.0).reshape(3, 4)
     tx, ty = ta.asarray(x), ta.zeros((4, 3))
@@ -43,7 +41,6 @@ def test_python_kernel_gets_numpy_views_and_runs_on_a_package_thread():
     assert seen["writeable"] == (False, True)
 
 
-@needs_external
 def test_python_kernel_is_ordered_with_library_operations():
     t = ta.zeros(5)
     t.fill(1.0)
@@ -53,7 +50,6 @@ def test_python_kernel_is_ordered_with_library_operations():
     np.testing.assert_array_equal(np.asarray(t), [2.0, 6.0, 2.0, 6.0, 2.0])
 
 
-@needs_external
 def test_python_kernel_exception_poisons_its_outputs():
     t = ta.zeros(3)
 
@@ -67,7 +63,6 @@ def test_python_kernel_exception_poisons_its_outputs():
         np.asarray(t)
 
 
-@needs_external
 def test_python_kernel_on_a_poisoned_input_does_not_run(native):
     t = ta.zeros(2)
     ta.submit_native(native.fail_kernel, (t, "update"))
@@ -79,7 +74,6 @@ def test_python_kernel_on_a_poisoned_input_does_not_run(native):
     assert ran == []
 
 
-@needs_external
 def test_many_python_kernels_every_dtype():
     from test_tensors import ALL, sample
     for dt in ALL:

@@ -27,8 +27,6 @@ def test_del_never_blocks_and_pending_work_keeps_the_data(native, gate):
 
 
 def test_wrapped_array_kept_alive_until_the_last_access(native, gate):
-    if not ta._has("ta_tensor_wrap_ex"):
-        pytest.skip("ta_tensor_wrap_ex not in this library")
     import weakref
     a = np.zeros(3)
     ref = weakref.ref(a)
@@ -122,8 +120,6 @@ def test_exit_with_pending_work_neither_hangs_nor_crashes(native):
 
 
 def test_exit_cancels_a_writer_behind_a_held_export():
-    if not ta._has("ta_tensor_acquire"):
-        pytest.skip("ta_tensor_acquire not in this library")
     r = run_child("""
         import atexit
         def report():
