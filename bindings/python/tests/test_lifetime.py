@@ -146,3 +146,21 @@ def test_shutdown_refuses_later_work():
         """)
     assert r.returncode == 0, r.stderr
     assert "refused TA_STATUS_SHUTDOWN" in r.stdout
+
+
+def test_exit_with_python_kernels_pending():
+    r = run_child("""
+        import atexit
+        def report():
+            print("kernel", ev.status, "ran", ran, flush=True)
+        atexit.register(report)
+        import numpy as np, tensorasync as ta
+        t = ta.asarray(np.arange(4.0))
+        held = np.asarray(t)                       # holds a read access until exit
+        ran = []
+        ev = ta.submit(lambda a: ran.append(1), (t, "update"))  # cannot start before exit
+        done = ta.submit(lambda a: None, (ta.zeros(2), "update"))
+        done.wait()                                # Python kernels do run meanwhile
+        """)
+    assert r.returncode == 0, r.stderr
+    assert "kernel TA_STATUS_CANCELLED ran []" in r.stdout
