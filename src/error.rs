@@ -250,6 +250,12 @@ impl Error {
     pub fn origin(&self) -> &str {
         &self.0.origin
     }
+    /// Whether the origin is one of the library's own operation tags (a
+    /// static name), not a name a caller gave (a user kernel's): the C layer
+    /// renders the library's tags as the C functions' names.
+    pub(crate) fn origin_is_library(&self) -> bool {
+        matches!(self.0.origin, Cow::Borrowed(_))
+    }
     /// A new error with the same status, code and message, started by `origin`
     /// (for a check that a helper made on an operation's behalf).
     pub fn with_origin(&self, origin: impl Into<Cow<'static, str>>) -> Error {

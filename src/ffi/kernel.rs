@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void, CStr};
 use smallvec::SmallVec;
 
 use super::ops::{submit_borrowing, submit_in};
-use super::tensor::array_arg;
+use super::tensor::list_arg;
 use super::{guard, need, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
@@ -108,7 +108,7 @@ pub extern "C" fn ta_kernel_submit(
         let Some(f) = kernel else {
             return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
         };
-        let acc = array_arg(accesses, naccesses, O, "accesses")?;
+        let acc = list_arg(accesses, naccesses, O, "accesses")?;
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
         submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {

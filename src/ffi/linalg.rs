@@ -14,7 +14,7 @@ use crate::ops::{self, ScalarArg, Uplo};
 use crate::Tensor;
 
 fn sc(s: ta_scalar) -> Scalar {
-    Scalar { re: s.re, im: s.im }
+    Scalar::complex(s.re, s.im)
 }
 
 fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
@@ -354,6 +354,7 @@ pub extern "C" fn ta_syrk(
 pub extern "C" fn ta_blas_info(buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
     const O: &str = "ta_blas_info";
     guard(O, std::ptr::null_mut(), || {
+        super::error::check_buf(buf, cap, O)?;
         let info = crate::backends::blas::blas_info()
             .ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
         super::error::copy_str(&info, buf, cap, len_out);

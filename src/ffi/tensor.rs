@@ -31,11 +31,16 @@ pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Erro
     }
 }
 
-/// Read `rank` entries from a C array (NULL allowed when `rank` is 0).
+/// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
 pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
     if rank > MAX_RANK {
-        return Err(Error::new(Status::InvalidArgument, origin, format!("rank {rank} exceeds {MAX_RANK}")));
+        return Err(Error::new(Status::InvalidArgument, origin, format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes")));
     }
+    list_arg(p, rank, origin, what)
+}
+
+/// Read `len` entries from a C array of any length (NULL allowed when `len` is 0).
+pub(crate) fn list_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
     if rank == 0 {
         return Ok(&[]);
     }
