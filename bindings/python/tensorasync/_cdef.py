@@ -869,13 +869,17 @@ ta_status ta_error_code(const struct ta_error *error, int64_t *code_out);
 
 /**
  * Copy the error's message into `buf` (`cap` bytes, NUL-terminated, truncated
- * if needed; `buf` may be NULL when `cap` is 0) and store its full length,
- * without the NUL, in `*len_out` (may be NULL).
+ * if needed; `buf` may be NULL only when `cap` is 0, otherwise
+ * `TA_STATUS_NULL_POINTER`) and store its full length, without the NUL, in
+ * `*len_out` (may be NULL). Call it with `cap` 0 first to learn the length.
  */
 ta_status ta_error_message(const struct ta_error *error, char *buf, size_t cap, size_t *len_out);
 
 /**
- * Copy the name of the operation where the error started, as `ta_error_message` does.
+ * Copy the name of the operation where the error started, as
+ * `ta_error_message` does: the C function that was called (for example
+ * `"ta_tensor_slice"`, `"ta_fill"`), or for a user kernel the name given to
+ * `ta_kernel_submit`.
  */
 ta_status ta_error_origin(const struct ta_error *error, char *buf, size_t cap, size_t *len_out);
 
@@ -1238,6 +1242,46 @@ ta_status ta_scale(const struct ta_tensor *x,
                    const struct ta_submit *opts,
                    struct ta_event **event_out,
                    struct ta_error **error);
+
+/**
+ * `ta_fill` with an exact 64-bit signed integer (a double cannot name every
+ * one): an integer tensor takes `value` exactly if its dtype holds it
+ * (otherwise `TA_STATUS_INVALID_ARGUMENT`); a floating-point or complex
+ * tensor takes the nearest value of its dtype.
+ */
+ta_status ta_fill_i64(const struct ta_tensor *tensor,
+                      int64_t value,
+                      const struct ta_submit *opts,
+                      struct ta_event **event_out,
+                      struct ta_error **error);
+
+/**
+ * `ta_fill` with an exact 64-bit unsigned integer, as `ta_fill_i64`.
+ */
+ta_status ta_fill_u64(const struct ta_tensor *tensor,
+                      uint64_t value,
+                      const struct ta_submit *opts,
+                      struct ta_event **event_out,
+                      struct ta_error **error);
+
+/**
+ * `ta_scale` with an exact 64-bit signed integer `alpha`, checked as
+ * `ta_fill_i64` checks its value (integer products wrap).
+ */
+ta_status ta_scale_i64(const struct ta_tensor *x,
+                       int64_t alpha,
+                       const struct ta_submit *opts,
+                       struct ta_event **event_out,
+                       struct ta_error **error);
+
+/**
+ * `ta_scale` with an exact 64-bit unsigned integer `alpha`, as `ta_scale_i64`.
+ */
+ta_status ta_scale_u64(const struct ta_tensor *x,
+                       uint64_t alpha,
+                       const struct ta_submit *opts,
+                       struct ta_event **event_out,
+                       struct ta_error **error);
 
 /**
  * `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
