@@ -698,11 +698,23 @@ _HAS_U64 = has("ta_fill_u64") and has("ta_scale_u64")
 _I64, _U64 = np.dtype(np.int64), np.dtype(np.uint64)
 
 
+def _submit_scalar(fn, h, scalar):
+    evp, errp = _bufs()
+    st = fn(h, scalar, _NULL, evp, errp)
+    if st:
+        e = errp[0]
+        errp[0] = _NULL
+        raise errors.from_handle(st, e)
+    return Event(evp[0])
+
+
 def fill(t, value) -> Event:
     """Set every element of ``t`` to ``value`` (an overwrite: clears a poison)."""
-    dt = t.dtype
+    dt = t._dt
+    if dt is None:
+        dt = t.dtype
     if dt.kind in "fc":
-        return _submit_call(lib.ta_fill, t._h, _scalar(value))
+        return _submit_scalar(lib.ta_fill, t._h, _scalar(value))
     if dt == _I64 and _HAS_I64:
         return _submit_call(lib.ta_fill_i64, t._h, int(value))
     if dt == _U64 and _HAS_U64:
@@ -712,9 +724,11 @@ def fill(t, value) -> Event:
 
 def scale(t, alpha) -> Event:
     """``t = alpha * t`` (an update: a poisoned ``t`` fails the operation)."""
-    dt = t.dtype
+    dt = t._dt
+    if dt is None:
+        dt = t.dtype
     if dt.kind in "fc":
-        return _submit_call(lib.ta_scale, t._h, _scalar(alpha))
+        return _submit_scalar(lib.ta_scale, t._h, _scalar(alpha))
     if dt == _I64 and _HAS_I64:
         return _submit_call(lib.ta_scale_i64, t._h, int(alpha))
     if dt == _U64 and _HAS_U64:
