@@ -8,7 +8,10 @@ drops what cffi cannot read:
 * ``#include``, the include guard and the ``extern "C"`` block for C++;
 * ``#define`` constants that are not integers (the version string becomes a
   Python constant instead); parenthesised negative integers lose their
-  parentheses.
+  parentheses;
+* comments (the header documents the API; cffi needs only the declarations, and
+  without them a change to the header's documentation does not make the
+  generated file stale).
 
 Usage: ``python tools/gen_ffi.py [--check]``. With ``--check`` nothing is
 written and the exit status is 1 when the committed file differs from what
@@ -28,8 +31,14 @@ _INT = re.compile(r"^\(?\s*(-?(?:0x[0-9a-fA-F]+|[0-9]+))[uUlL]*\s*\)?$")
 _STRING = re.compile(r'^"([^"\\]*)"$')
 
 
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
 def generate(header_text: str) -> str:
     """Return the text of ``_cdef.py`` for the given header text."""
+    header_text = _strip_comments(header_text)
     out = []
     strings = {}
     skip_depth = 0
@@ -65,7 +74,7 @@ def generate(header_text: str) -> str:
         if skip_depth:
             continue
         out.append(line)
-    cdef = "\n".join(out).strip() + "\n"
+    cdef = "\n".join(line.rstrip() for line in out).strip() + "\n"
     # Collapse runs of blank lines so the output stays readable.
     cdef = re.sub(r"\n{3,}", "\n\n", cdef)
     lines = [
