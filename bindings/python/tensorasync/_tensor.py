@@ -209,6 +209,39 @@ class _HostAccess:
         return False
 
 
+class _AsyncHostAccess:
+    """Async context manager of ``Tensor.read_async()``, ``.write_async()``, ``.update_async()``."""
+
+    def __init__(self, tensor, mode):
+        self._tensor = tensor
+        self._mode = mode
+        self._mapping = None
+
+    async def __aenter__(self):
+        mpp = ffi.new("ta_mapping **")
+        evp = ffi.new("ta_event **")
+        errp = ffi.new("ta_error **")
+        st = lib.ta_tensor_acquire_async(self._tensor._h, self._mode, mpp, evp, errp)
+        if st:
+            raise errors.from_handle(st, errp[0])
+        mapping = _Mapping(mpp[0])
+        try:
+            await Event(evp[0], self._tensor)  # granted, or the tensor's error
+            view = ffi.new("ta_view *")
+            errors.check(lib.ta_mapping_view(mapping._h, view))
+        except BaseException:  # failure or cancellation: the access is released when granted
+            mapping.close()
+            raise
+        self._mapping = mapping
+        return _view_array(view, mapping, self._mode != READ)
+
+    async def __aexit__(self, *exc):
+        m, self._mapping = self._mapping, None
+        if m is not None:
+            m.close()
+        return False
+
+
 class Tensor:
     """An asynchronous tensor handle (a value, or a view of one).
 
@@ -478,6 +511,18 @@ class Tensor:
     def update(self, timeout=None):
         """``with t.update() as a:`` — a read-modify-write NumPy view of the current value."""
         return _HostAccess(self, UPDATE, timeout)
+
+    def read_async(self):
+        """``async with t.read_async() as a:`` — ``read()`` without blocking the event loop."""
+        return _AsyncHostAccess(self, READ)
+
+    def write_async(self):
+        """``async with t.write_async() as a:`` — ``write()`` without blocking the event loop."""
+        return _AsyncHostAccess(self, WRITE)
+
+    def update_async(self):
+        """``async with t.update_async() as a:`` — ``update()`` without blocking the event loop."""
+        return _AsyncHostAccess(self, UPDATE)
 
     def numpy(self):
         """A NumPy copy of the value (waits for pending writes, raises a poisoning error)."""

@@ -190,3 +190,63 @@ def test_from_dlpack_import_is_zero_copy():
     b = ta.from_dlpack(ta.asarray(np.ones(2)))  # our own export: read-only
     assert b.read_only
     np.testing.assert_array_equal(np.asarray(b), [1.0, 1.0])
+
+
+def test_async_host_access_does_not_block_the_loop(native, gate):
+    import asyncio
+    t = ta.zeros(3)
+    ta.submit_native(native.gate_kernel, (t, "update"), userdata=gate.address)
+    t.fill(4.0)
+
+    async def main():
+        ticks = 0
+
+        async def reader():
+            async with t.read_async() as a:
+                assert not a.flags.writeable
+                return a.tolist()
+        task = asyncio.ensure_future(reader())
+        for _ in range(5):
+            await asyncio.sleep(0.001)
+            ticks += 1  # the loop runs while the read waits for the writers
+        assert not task.done()
+        gate.open()
+        assert await task == [4.0, 4.0, 4.0]
+        async with t.update_async() as a:
+            a += 1
+        assert ticks == 5
+    asyncio.run(main())
+    np.testing.assert_array_equal(np.asarray(t), [5.0, 5.0, 5.0])
+
+
+def test_cancelled_async_access_releases_its_place(native, gate):
+    import asyncio
+    t = ta.zeros(2)
+    ta.submit_native(native.gate_kernel, (t, "update"), userdata=gate.address)
+
+    async def main():
+        async def writer():
+            async with t.write_async() as a:
+                a[:] = 1.0
+        task = asyncio.ensure_future(writer())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.open()
+        await t.fill(7.0)  # not stuck behind the cancelled access
+    asyncio.run(main())
+    np.testing.assert_array_equal(np.asarray(t), [7.0, 7.0])
+
+
+def test_async_read_of_a_poisoned_tensor_raises(native):
+    import asyncio
+    t = ta.zeros(2)
+    ta.submit_native(native.fail_kernel, (t, "update"), name="failing_kernel")
+
+    async def main():
+        with pytest.raises(ta.KernelError) as ei:
+            async with t.read_async():
+                pass
+        assert ei.value.code == 7
+    asyncio.run(main())
