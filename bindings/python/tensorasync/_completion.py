@@ -139,7 +139,9 @@ class _LoopWaiter:
         fd = ffi.new("int *")
         errors.check(lib.ta_cq_fd(self.cq, fd))
         self.fd = fd[0]
-        self.loop = loop
+        # A weak reference: the waiters table maps loops weakly, and a strong one here
+        # would keep every loop (and its queue) alive for ever.
+        self.loop = weakref.ref(loop)
         self.futures = {}
         self.tags = itertools.count(1)
         self.buf = ffi.new("ta_completion[]", _BATCH)
@@ -149,7 +151,7 @@ class _LoopWaiter:
         weakref.finalize(loop, lib.ta_cq_free, self.cq)
 
     def wait(self, event_handle, keep):
-        fut = self.loop.create_future()
+        fut = self.loop().create_future()
         tag = next(self.tags)
         self.futures[tag] = (fut, keep)
         st = lib.ta_event_notify(event_handle, self.cq, tag)

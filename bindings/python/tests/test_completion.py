@@ -114,3 +114,21 @@ def test_asyncio_overlap_example_runs():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     asyncio.run(mod.main(512, 128))  # asserts the factor against the input itself
+
+
+def test_each_loop_has_its_queue_freed_with_the_loop():
+    import gc
+    import weakref
+    from tensorasync import _completion
+
+    async def main():
+        t = ta.zeros(1)
+        t.fill(1.0)
+        await t
+        _completion.loop_waiter()  # exists for this loop (made by the await, or now)
+        assert asyncio.get_running_loop() in _completion._waiters
+        return weakref.ref(asyncio.get_running_loop())
+    refs = [asyncio.run(main()) for _ in range(3)]
+    gc.collect()
+    assert all(r() is None for r in refs)
+    assert len(_completion._waiters) == 0
