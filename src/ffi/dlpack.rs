@@ -354,7 +354,7 @@ pub extern "C" fn ta_tensor_from_dlpack(managed: *mut ta_dl_managed_tensor_versi
             }
         });
         let t = import(&m.dl_tensor, m.flags & TA_DL_FLAG_READ_ONLY == 0, release, O).map_err(|(e, r)| {
-            std::mem::forget(r); // not called: the caller keeps `managed`
+            drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
         put(tensor_out, make_handle(Object::Tensor(t), O)?);
@@ -381,7 +381,7 @@ pub extern "C" fn ta_tensor_from_dlpack_legacy(managed: *mut ta_dl_managed_tenso
             }
         });
         let t = import(&m.dl_tensor, true, release, O).map_err(|(e, r)| {
-            std::mem::forget(r);
+            drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
         put(tensor_out, make_handle(Object::Tensor(t), O)?);
