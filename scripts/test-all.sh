@@ -84,6 +84,8 @@ step "Fortran binding (generated interfaces, tests, tiled example)"; scripts/tes
 step "packaging (CMake package, static library, pkg-config)"; scripts/test-packaging.sh
 step "Go binding (go test, go test -race, per-op benchmark)"; scripts/test-go.sh
 step "Julia binding: ABI agreement checks (Julia itself is not run)"; scripts/test-julia-checks.sh
+step "Python package (pip install ./bindings/python, pytest, NumPy 2.0 DLPack run)"
+scripts/test-python.sh
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
