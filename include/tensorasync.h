@@ -34,6 +34,11 @@
 #define TA_SUBMIT_TRANSFER 1
 
 /**
+ * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+ */
+#define TA_WRAP_READ_ONLY 1
+
+/**
  * Major version of the library.
  */
 #define TA_VERSION_MAJOR 0
@@ -74,6 +79,12 @@ typedef struct ta_event ta_event;
 typedef struct ta_kernel_ctx ta_kernel_ctx;
 
 /**
+ * A host access to a tensor (see `ta_tensor_acquire`): while it lives it
+ * holds one read, write or update access on the tensor's epoch queue.
+ */
+typedef struct ta_mapping ta_mapping;
+
+/**
  * A runtime: a pool of worker threads.
  */
 typedef struct ta_runtime ta_runtime;
@@ -82,6 +93,12 @@ typedef struct ta_runtime ta_runtime;
  * A tensor handle (a value, or later a view of one).
  */
 typedef struct ta_tensor ta_tensor;
+
+/**
+ * One unfinished deferred or external operation (see `ta_kernel_defer` and
+ * `ta_external_submit`), finished with `ta_token_finish`.
+ */
+typedef struct ta_token ta_token;
 
 /**
  * Status code returned by every fallible function. Values are stable and never reused.
@@ -236,14 +253,50 @@ typedef uint32_t ta_side;
 typedef uint32_t ta_diag;
 
 /**
- * What `ta_runtime_shutdown` does with work that has not started.
- */
-typedef uint32_t ta_shutdown;
-
-/**
  * Called exactly once, after the last access, to give wrapped memory back.
  */
 typedef void (*ta_release_fn)(void *userdata, void *data);
+
+/**
+ * Options for `ta_tensor_wrap_ex`. Set `struct_size` to
+ * `sizeof(ta_wrap_options)` and zero-initialise the fields you do not set.
+ */
+typedef struct ta_wrap_options {
+  /**
+   * `sizeof(ta_wrap_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `TA_WRAP_READ_ONLY`, or 0.
+   */
+  uint32_t flags;
+  /**
+   * Called as `release(release_userdata, data)` exactly once after the
+   * last access, on whichever thread lets the memory go (a worker, or the
+   * thread that frees the last handle); may be NULL.
+   */
+  ta_release_fn release;
+  /**
+   * Passed to `release`.
+   */
+  void *release_userdata;
+  /**
+   * If not NULL, the release is also reported as the completion entry
+   * `{release_tag, TA_STATUS_OK, NULL}` on this queue (with `release`
+   * NULL, no code of the caller's runs on a library thread for it). The
+   * queue is kept alive until then.
+   */
+  const struct ta_cq *release_cq;
+  /**
+   * Tag of that completion entry.
+   */
+  uint64_t release_tag;
+} ta_wrap_options;
+
+/**
+ * What `ta_runtime_shutdown` does with work that has not started.
+ */
+typedef uint32_t ta_shutdown;
 
 /**
  * One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
@@ -405,6 +458,12 @@ typedef uint32_t ta_backend;
  * Every backend declined the operation.
  */
 #define TA_STATUS_NO_BACKEND 46
+
+/**
+ * A deferred-completion token was already finished: the runtime was shut
+ * down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+ */
+#define TA_STATUS_ALREADY_FINISHED 47
 
 /**
  * CUDA is not available (no driver or no device).
@@ -1128,6 +1187,172 @@ ta_status ta_copy_out(const struct ta_tensor *src,
                       const struct ta_submit *opts,
                       struct ta_event **event_out,
                       struct ta_error **error);
+
+/**
+ * A new event that completes once every operation enrolled on `tensor` so
+ * far (for a view, on the elements it touches; for a block view, on each of
+ * its blocks) has completed. Never blocks. Its final status is what
+ * `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a clean
+ * value, the status of the error that poisoned it (`ta_event_error` gives
+ * that error object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted
+ * after this call are not waited for. Free the event with `ta_event_free`.
+ */
+ta_status ta_tensor_ready(const struct ta_tensor *tensor,
+                          struct ta_event **event_out,
+                          struct ta_error **error);
+
+/**
+ * Acquire host access to `tensor` and wait up to `timeout_ns`
+ * (`TA_WAIT_FOREVER`: no limit) until it is granted; on success
+ * `*mapping_out` is a granted mapping (`ta_mapping_view` gives the data).
+ * `mode` is `TA_MODE_READ` (waits for earlier writers; later readers do not
+ * wait for the mapping, later writers do), `TA_MODE_WRITE` (a pure
+ * overwrite: waits for every earlier access; once the mapping's view was
+ * taken, freeing the mapping counts as a successful overwrite, which cleans
+ * a poisoned tensor) or `TA_MODE_UPDATE` (read and write; waits for every
+ * earlier access). The access is enrolled like an operation's, so it is
+ * ordered with operations submitted before and after it.
+ *
+ * Statuses: a READ or UPDATE of a poisoned tensor (or poisoned elements of
+ * a view) fails with the status of the tensor's error, which `*error`
+ * receives (the same error object as the failing operation's);
+ * `TA_STATUS_UNCONSTRUCTED`; `TA_STATUS_DOMAIN_MISMATCH` for a device
+ * tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on a read-only tensor or
+ * view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned, and
+ * the enrolled access is released as soon as it is granted, so later work
+ * is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a
+ * tensor that kernel accesses. Mappings use the default runtime; a shutdown
+ * of it with `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet
+ * (their data stays valid until `ta_mapping_free`).
+ */
+ta_status ta_tensor_acquire(const struct ta_tensor *tensor,
+                            ta_mode mode,
+                            int64_t timeout_ns,
+                            struct ta_mapping **mapping_out,
+                            struct ta_error **error);
+
+/**
+ * The non-blocking form of `ta_tensor_acquire`: enrolls the access now and
+ * returns at once a mapping that is not yet granted, and an event (free it
+ * with `ta_event_free`) that completes when the access is granted (status
+ * `TA_STATUS_OK`) or fails (the status of the tensor's error, which
+ * `ta_event_error` gives; the mapping then holds nothing and only needs
+ * `ta_mapping_free`). Submission-time problems (unconstructed, device,
+ * read-only tensor) fail this call as for `ta_tensor_acquire`. `event_out`
+ * may be NULL.
+ */
+ta_status ta_tensor_acquire_async(const struct ta_tensor *tensor,
+                                  ta_mode mode,
+                                  struct ta_mapping **mapping_out,
+                                  struct ta_event **event_out,
+                                  struct ta_error **error);
+
+/**
+ * The resolved view of a granted mapping: data, extents, strides (in
+ * elements), rank, dtype, mode, domain and conj flag. Every pointer in it
+ * stays valid until `ta_mapping_free`. For WRITE and UPDATE mappings the
+ * data may be written. `TA_STATUS_PENDING` while the access is not granted
+ * yet; the failure's status if the acquisition failed (or
+ * `TA_STATUS_CANCELLED` if a shutdown cancelled it before the grant).
+ */
+ta_status ta_mapping_view(const struct ta_mapping *mapping, struct ta_view *view_out);
+
+/**
+ * Release a mapping's access. Never blocks; a mapping not yet granted is
+ * released when it is granted (and then counts as unused). Later writers
+ * waiting behind the mapping then run. Pointers from `ta_mapping_view`
+ * become invalid. NULL is a no-op; a freed mapping gives
+ * `TA_STATUS_DOUBLE_FREE`.
+ */
+ta_status ta_mapping_free(struct ta_mapping *mapping);
+
+/**
+ * Inside a user kernel: defer the operation's completion. The operation
+ * does not complete when the kernel returns (its return value is then
+ * ignored) but when `ta_token_finish(*token_out, ...)` is called, from any
+ * thread, before or after the kernel returns. Until then it keeps its
+ * accesses (later conflicting operations wait) and its operands' storage,
+ * without occupying a worker. The data pointers of the kernel's views stay
+ * valid until the finish; the `extents` and `strides` arrays of the views
+ * passed to the kernel do not outlive the call (copy them, or use
+ * `ta_token_views`). `ctx` is valid only during the kernel call and on its
+ * thread (`TA_STATUS_INVALID_HANDLE` otherwise); a second call in one
+ * kernel gives `TA_STATUS_INVALID_ARGUMENT`.
+ */
+ta_status ta_kernel_defer(struct ta_kernel_ctx *ctx, struct ta_token **token_out);
+
+/**
+ * Enroll an operation with these accesses (the same rules as
+ * `ta_kernel_submit`: host tensors, no input also declared as an output)
+ * whose body the caller's own code runs: no library worker runs anything
+ * of the caller's. `*started_out` (may be NULL) completes with
+ * `TA_STATUS_OK` once every access is granted; then `ta_token_views` gives
+ * the views and the caller does the work and calls `ta_token_finish`. If
+ * an input it reads is poisoned, `started` completes with that error's
+ * status instead: the operation has failed already (its outputs are
+ * poisoned with that error), and the token then only needs
+ * `ta_token_finish` (which returns `TA_STATUS_OK`). `*event_out` (may be
+ * NULL) is the operation's completion, as for any submission, and
+ * `opts` (may be NULL) its callback and completion queue. `name` (may be
+ * NULL) names the operation in error objects; it is not copied, so it must
+ * stay valid until the operation completes.
+ */
+ta_status ta_external_submit(const struct ta_access *accesses,
+                             size_t naccesses,
+                             const char *name,
+                             const struct ta_submit *options,
+                             struct ta_token **token_out,
+                             struct ta_event **started_out,
+                             struct ta_event **event_out,
+                             struct ta_error **error);
+
+/**
+ * The resolved views of a token's operation, one per access in declaration
+ * order, into `views_out` (room for `cap`); the number goes to
+ * `*count_out`. Every pointer in them stays valid until the token is
+ * finished. `TA_STATUS_PENDING` before the accesses are granted;
+ * `TA_STATUS_BUFFER_TOO_SMALL` (with `*count_out` set) if `cap` is too
+ * small; the failure's status if the operation failed before it started.
+ */
+ta_status ta_token_views(const struct ta_token *token,
+                         struct ta_view *views_out,
+                         size_t cap,
+                         size_t *count_out);
+
+/**
+ * Complete a token's operation with `status`: `TA_STATUS_OK`, or a failure
+ * (the outputs are poisoned with `TA_STATUS_KERNEL_FAILED`, whose error
+ * object has `status` as its code, or with `TA_STATUS_CANCELLED` if
+ * `status` is that; `message` (may be NULL) is the error message and the
+ * operation's name its origin), and free the token handle. May be called
+ * from any thread, and before `started` completes (the operation then
+ * completes with that status as soon as its accesses are granted). Never
+ * blocks on other operations; callbacks and completion entries of this
+ * operation, and work it releases, may run in this call. Finishing again
+ * gives a handle status (`TA_STATUS_DOUBLE_FREE` or
+ * `TA_STATUS_STALE_HANDLE`). If the runtime was shut down with
+ * `TA_SHUTDOWN_CANCEL` first, the operation was completed as cancelled
+ * then: this returns `TA_STATUS_ALREADY_FINISHED` and frees the handle.
+ */
+ta_status ta_token_finish(struct ta_token *token, ta_status status, const char *message);
+
+/**
+ * As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with
+ * `TA_WRAP_READ_ONLY`), with the release reported as `options` says.
+ * `options` may be NULL: writable, no release notification. An
+ * `options->struct_size` smaller than this version's struct, or unknown
+ * flags, give `TA_STATUS_INVALID_ARGUMENT`. If this call fails, nothing is
+ * called or queued and the memory stays the caller's.
+ */
+ta_status ta_tensor_wrap_ex(ta_dtype dtype,
+                            size_t rank,
+                            const size_t *extents,
+                            const ptrdiff_t *strides,
+                            ta_order order,
+                            void *data,
+                            const struct ta_wrap_options *options,
+                            struct ta_tensor **tensor_out,
+                            struct ta_error **error);
 
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).

@@ -111,6 +111,8 @@ pub(crate) struct RunCtx {
     pub(crate) waits: SmallVec<[Issue; 2]>,
     /// Set by a device backend that queued work.
     pub(crate) issued: Option<Issued>,
+    /// Set by a user kernel that deferred its completion.
+    pub(crate) deferred: Option<std::sync::Arc<crate::runtime::deferred::TokenInner>>,
 }
 
 /// Work a device backend queued: where, and what the finish still needs.

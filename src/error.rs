@@ -69,6 +69,9 @@ pub enum Status {
     Panic = 45,
     /// Every backend declined the operation.
     NoBackend = 46,
+    /// A deferred-completion token was already finished (the runtime
+    /// completed its operation as cancelled at shutdown).
+    AlreadyFinished = 47,
     /// CUDA is not available (no driver or no device).
     CudaUnavailable = 50,
     /// A CUDA call failed.
@@ -108,6 +111,7 @@ impl Status {
         Status::OutOfMemory,
         Status::Panic,
         Status::NoBackend,
+        Status::AlreadyFinished,
         Status::CudaUnavailable,
         Status::CudaError,
         Status::Internal,
@@ -149,6 +153,7 @@ impl Status {
             Status::OutOfMemory => "TA_STATUS_OUT_OF_MEMORY",
             Status::Panic => "TA_STATUS_PANIC",
             Status::NoBackend => "TA_STATUS_NO_BACKEND",
+            Status::AlreadyFinished => "TA_STATUS_ALREADY_FINISHED",
             Status::CudaUnavailable => "TA_STATUS_CUDA_UNAVAILABLE",
             Status::CudaError => "TA_STATUS_CUDA_ERROR",
             Status::Internal => "TA_STATUS_INTERNAL",
@@ -186,6 +191,7 @@ impl Status {
             Status::OutOfMemory => "memory could not be allocated",
             Status::Panic => "a panic was caught",
             Status::NoBackend => "every backend declined the operation",
+            Status::AlreadyFinished => "the operation was already finished (cancelled at shutdown)",
             Status::CudaUnavailable => "CUDA is not available",
             Status::CudaError => "a CUDA call failed",
             Status::Internal => "internal error",

@@ -55,6 +55,7 @@ pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
+pub use runtime::{GrantedView, HostAccess, Token};
 pub use blocks::BlockArray;
 pub use value::Tensor;
 pub use view::SliceSpec;

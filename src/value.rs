@@ -672,6 +672,32 @@ impl Tensor {
         first_error
     }
 
+    /// An event that completes once every operation enrolled on this tensor
+    /// so far (for a view, on the elements it touches) has completed, with
+    /// the outcome [`Tensor::wait`] would report. Never blocks.
+    pub fn ready(&self) -> runtime::Event {
+        let mut events: SmallVec<[runtime::Event; 1]> = self.hazards().map(|(v, r)| runtime::ready_value(v, r)).collect();
+        if events.len() == 1 {
+            return events.pop().expect("one event");
+        }
+        // Several hazard records (a coalesced block view): one event for
+        // all, with the first error in block order.
+        let all = runtime::Event::new();
+        let n = events.len();
+        let left = Arc::new((AtomicUsize::new(n), parking_lot::Mutex::new(vec![None; n])));
+        for (i, e) in events.iter().enumerate() {
+            let (all, left) = (all.clone(), left.clone());
+            e.on_complete(Box::new(move |r| {
+                left.1.lock()[i] = Some(r.clone());
+                if left.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let outcome = left.1.lock().iter_mut().map(|r| r.take().expect("every part completed")).find(|r| r.is_err()).unwrap_or(Ok(()));
+                    all.complete(&outcome);
+                }
+            }));
+        }
+        all
+    }
+
     /// Derive a new view from this handle seen as a view.
     fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {
         let v = match &self.0 {

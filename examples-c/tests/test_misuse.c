@@ -84,7 +84,7 @@ static void check_status_strings(void) {
         S(TA_STATUS_SHAPE_UNKNOWN), S(TA_STATUS_UNSUPPORTED), S(TA_STATUS_OUT_OF_RANGE),
         S(TA_STATUS_BUFFER_TOO_SMALL), S(TA_STATUS_NOT_CONTIGUOUS), S(TA_STATUS_KERNEL_FAILED), S(TA_STATUS_CANCELLED),
         S(TA_STATUS_SHUTDOWN), S(TA_STATUS_WOULD_DEADLOCK), S(TA_STATUS_OUT_OF_MEMORY),
-        S(TA_STATUS_PANIC), S(TA_STATUS_NO_BACKEND), S(TA_STATUS_CUDA_UNAVAILABLE),
+        S(TA_STATUS_PANIC), S(TA_STATUS_NO_BACKEND), S(TA_STATUS_ALREADY_FINISHED), S(TA_STATUS_CUDA_UNAVAILABLE),
         S(TA_STATUS_CUDA_ERROR), S(TA_STATUS_INTERNAL),
 #undef S
     };
@@ -100,7 +100,7 @@ static void check_status_strings(void) {
                   all[i].name, all[j].name);
     }
     /* Values that are not statuses. */
-    const ta_status bogus[] = { 3, 9, 16, 39, 47, 98, 100, 12345, 0xffffffffu };
+    const ta_status bogus[] = { 3, 9, 16, 39, 48, 98, 100, 12345, 0xffffffffu };
     for (size_t i = 0; i < sizeof bogus / sizeof bogus[0]; i++) {
         CHECK(strcmp(ta_status_name(bogus[i]), "TA_STATUS_UNKNOWN") == 0, "ta_status_name(%u) = %s",
               (unsigned)bogus[i], ta_status_name(bogus[i]));

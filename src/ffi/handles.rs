@@ -36,6 +36,8 @@ pub(crate) enum Kind {
     Cq = 4,
     Error = 5,
     Blocks = 6,
+    Mapping = 7,
+    Token = 8,
 }
 
 impl Kind {
@@ -47,6 +49,8 @@ impl Kind {
             4 => Kind::Cq,
             5 => Kind::Error,
             6 => Kind::Blocks,
+            7 => Kind::Mapping,
+            8 => Kind::Token,
             _ => return None,
         })
     }
@@ -61,6 +65,10 @@ pub(crate) enum Object {
     Cq(CompletionQueue),
     Error(Error),
     Blocks(crate::BlockArray),
+    /// A host access (`ta_mapping`).
+    Mapping(std::sync::Arc<crate::runtime::HostAccess>),
+    /// An unfinished deferred or external operation (`ta_token`).
+    Token(std::sync::Arc<crate::runtime::deferred::TokenInner>),
 }
 
 impl Object {
@@ -72,6 +80,8 @@ impl Object {
             Object::Cq(_) => Kind::Cq,
             Object::Error(_) => Kind::Error,
             Object::Blocks(_) => Kind::Blocks,
+            Object::Mapping(_) => Kind::Mapping,
+            Object::Token(_) => Kind::Token,
         }
     }
 }
@@ -253,6 +263,43 @@ impl Borrows {
             slot => Err(why_not(&d, slot)),
         }
     }
+}
+
+/// Remove the object behind `h` (of `kind`) and return it, with the
+/// statuses of [`remove`] (NULL is `NullHandle` here: the caller needs the
+/// object). Of two threads taking one handle, one gets the object.
+pub(crate) fn take(h: u64, kind: Kind) -> Result<Object, Status> {
+    if h == 0 {
+        return Err(Status::NullHandle);
+    }
+    let d = decode(h);
+    match Kind::from_u8(d.kind) {
+        None => return Err(Status::InvalidHandle),
+        Some(k) if k != kind => {
+            return Err(match lookup(&d) {
+                Ok(_) => Status::WrongHandleType,
+                Err(Status::StaleHandle) => Status::DoubleFree,
+                Err(s) => s,
+            })
+        }
+        Some(_) => {}
+    }
+    let mut s = table()[d.shard].write();
+    let Some(slot) = s.slots.get_mut(d.slot) else {
+        return Err(Status::InvalidHandle);
+    };
+    if d.gen == 0 || d.gen > slot.gen || slot.obj.is_none() && d.gen == slot.gen {
+        return Err(Status::InvalidHandle);
+    }
+    if d.gen < slot.gen {
+        return Err(Status::DoubleFree);
+    }
+    let obj = slot.obj.take().expect("checked above");
+    slot.gen = if slot.gen as u64 == GEN_MASK { 1 } else { slot.gen + 1 };
+    s.free.push(d.slot as u32);
+    LIVE.fetch_sub(1, Ordering::Relaxed);
+    // (The caller drops the object after the table lock is gone.)
+    Ok(obj)
 }
 
 /// Free the object behind `h` (of `kind`). NULL is a no-op. The object is

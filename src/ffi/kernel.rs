@@ -64,7 +64,7 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
 }
 
 /// Run `f` with the kernel call behind `ctx`, if `ctx` is a kernel running on this thread.
-fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mut KernelCall<'_>) -> R) -> Result<R, Error> {
+pub(crate) fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mut KernelCall<'_>) -> R) -> Result<R, Error> {
     if ctx.is_null() {
         return Err(Error::new(Status::NullHandle, origin, "argument `ctx` is NULL"));
     }

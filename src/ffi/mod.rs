@@ -21,6 +21,11 @@ mod event;
 mod kernel;
 mod linalg;
 mod ops;
+// Readiness, host access, deferred completion, DLPack (one block for easy merges).
+mod ready;
+mod mapping;
+mod token;
+mod wrap;
 mod runtime;
 mod tensor;
 pub mod version;

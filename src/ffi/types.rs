@@ -66,6 +66,9 @@ pub const TA_STATUS_OUT_OF_MEMORY: ta_status = 44;
 pub const TA_STATUS_PANIC: ta_status = 45;
 /// Every backend declined the operation.
 pub const TA_STATUS_NO_BACKEND: ta_status = 46;
+/// A deferred-completion token was already finished: the runtime was shut
+/// down with `TA_SHUTDOWN_CANCEL` and completed its operation as cancelled.
+pub const TA_STATUS_ALREADY_FINISHED: ta_status = 47;
 /// CUDA is not available (no driver or no device).
 pub const TA_STATUS_CUDA_UNAVAILABLE: ta_status = 50;
 /// A CUDA call failed.
@@ -183,6 +186,16 @@ pub struct ta_error {
 }
 /// A block array: one allocation cut into blocks, each with its own epoch queue.
 pub struct ta_blocks {
+    _opaque: [u8; 0],
+}
+/// A host access to a tensor (see `ta_tensor_acquire`): while it lives it
+/// holds one read, write or update access on the tensor's epoch queue.
+pub struct ta_mapping {
+    _opaque: [u8; 0],
+}
+/// One unfinished deferred or external operation (see `ta_kernel_defer` and
+/// `ta_external_submit`), finished with `ta_token_finish`.
+pub struct ta_token {
     _opaque: [u8; 0],
 }
 /// The context of a running user kernel; valid only during the kernel call.

@@ -44,6 +44,7 @@ impl KernelFn {
 pub struct KernelCall<'a> {
     views: &'a [ResolvedView<'a>],
     message: Option<String>,
+    deferred: Option<std::sync::Arc<crate::runtime::deferred::TokenInner>>,
 }
 
 impl<'a> KernelCall<'a> {
@@ -55,6 +56,25 @@ impl<'a> KernelCall<'a> {
     /// Set the message of the error this kernel is about to report.
     pub fn set_message(&mut self, msg: impl Into<String>) {
         self.message = Some(msg.into());
+    }
+
+    /// Defer the operation's completion: it does not complete when the
+    /// kernel returns (whatever the kernel returns is then ignored) but when
+    /// the returned token is finished, from any thread. Until then it keeps
+    /// its accesses and its operands' storage (the views' data pointers stay
+    /// valid), without occupying a worker. A second call fails with
+    /// `InvalidArgument`.
+    pub fn defer(&mut self) -> Result<crate::runtime::Token> {
+        self.defer_inner().map(crate::runtime::Token::from_inner)
+    }
+
+    pub(crate) fn defer_inner(&mut self) -> Result<std::sync::Arc<crate::runtime::deferred::TokenInner>> {
+        if self.deferred.is_some() {
+            return Err(Error::new(Status::InvalidArgument, "ta_kernel_defer", "the kernel has deferred its completion already"));
+        }
+        let t = crate::runtime::deferred::TokenInner::new();
+        self.deferred = Some(t.clone());
+        Ok(t)
     }
 
     /// Run `f` over pieces of `range` of at least `grain` items (fewer only
@@ -79,12 +99,16 @@ pub(crate) fn parallel_for(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<
     rayon::join(|| parallel_for(range.start..mid, grain, f), || parallel_for(mid..range.end, grain, f));
 }
 
-pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>]) -> Result<()> {
-    let mut call = KernelCall { views, message: None };
+pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>], cx: &mut crate::dispatch::RunCtx) -> Result<()> {
+    let mut call = KernelCall { views, message: None, deferred: None };
     let r = match k {
         KernelFn::Boxed(f) => f(&mut call),
         KernelFn::Raw { f, data } => f(*data, &mut call),
     };
+    if call.deferred.is_some() {
+        cx.deferred = call.deferred.take();
+        return Ok(());
+    }
     r.map_err(|fail| {
         let msg = call
             .message
@@ -92,6 +116,34 @@ pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>]) 
             .unwrap_or_else(|| format!("user kernel returned code {}", fail.code));
         Error::with_code(Status::KernelFailed, name.to_origin(), msg, fail.code)
     })
+}
+
+/// Submit an operation over `operands` whose body the caller runs itself
+/// (SPEC §2.8): once every access is granted the returned token's `started`
+/// event completes (with the error instead, if an input it reads is
+/// poisoned), and the operation completes when the token is finished. The
+/// same rules as [`kernel`] apply to the operands.
+pub fn external(name: impl Into<OpName>, operands: &[(&Tensor, Mode)], opts: Submit<'_>) -> Result<(crate::runtime::Token, Option<Event>)> {
+    let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
+    Ok((crate::runtime::Token::from_inner(t), ev))
+}
+
+pub(crate) fn external_inner(
+    name: impl Into<OpName>,
+    origin: &'static str,
+    operands: &[(&Tensor, Mode)],
+    opts: Submit<'_>,
+) -> Result<(std::sync::Arc<crate::runtime::deferred::TokenInner>, Option<Event>)> {
+    if let Some((t, _)) = operands.iter().find(|(t, _)| t.domain() != crate::domain::Domain::Host) {
+        return Err(Error::new(
+            Status::DomainMismatch,
+            origin,
+            format!("host access and external operations take host tensors; an operand lives on {} (copy it to the host first)", t.domain()),
+        ));
+    }
+    let token = crate::runtime::deferred::TokenInner::new();
+    let ev = submit(name, origin, operands, Body::External(token.clone()), opts, |_| Ok(()))?;
+    Ok((token, ev))
 }
 
 /// Submit a user kernel over `operands` (each with its access mode). Reading

@@ -29,7 +29,8 @@ use crate::value::{Repr, Tensor, Value};
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
-pub use kernel::{kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub(crate) use kernel::external_inner;
 pub use linalg::{add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo};
 pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
@@ -149,6 +150,9 @@ pub(crate) enum Body {
     Native { op: NativeOp, candidates: Candidates },
     /// A user kernel.
     Kernel(KernelFn),
+    /// An operation whose body runs elsewhere (host access, external work):
+    /// once granted, its task parks in this token until it is finished.
+    External(Arc<crate::runtime::deferred::TokenInner>),
 }
 
 /// A submitted operation: its name (the origin of any error it starts), its
@@ -180,7 +184,9 @@ impl Operation {
         }
         match &mut self.body {
             Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name, cx),
-            Body::Kernel(k) => kernel::call(k, &self.name, &views),
+            Body::Kernel(k) => kernel::call(k, &self.name, &views, cx),
+            // Parked by the executor before it gets here.
+            Body::External(_) => Ok(()),
         }
     }
 
@@ -207,7 +213,7 @@ impl Operation {
     fn body_domain(&self) -> Domain {
         match &self.body {
             Body::Native { candidates, .. } => candidates.domain(),
-            Body::Kernel(_) => Domain::Host,
+            Body::Kernel(_) | Body::External(_) => Domain::Host,
         }
     }
 
@@ -225,6 +231,43 @@ impl Operation {
                 }
             }
         }
+    }
+
+    /// The token of an operation whose body runs elsewhere.
+    pub(crate) fn external(&self) -> Option<&Arc<crate::runtime::deferred::TokenInner>> {
+        match &self.body {
+            Body::External(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The views of the granted accesses, copied, and what keeps their
+    /// storage alive (counted handles of the operands, and for whole values
+    /// the contents they were enrolled with), for a task about to park.
+    pub(crate) fn granted(&self) -> (Vec<crate::runtime::deferred::GrantedView>, Vec<crate::runtime::deferred::Keep>) {
+        let mut views = Vec::with_capacity(self.accesses.len());
+        let mut keep = Vec::with_capacity(self.accesses.len());
+        for a in &self.accesses {
+            let v = a.view();
+            views.push(crate::runtime::deferred::GrantedView {
+                ptr: v.ptr,
+                dtype: v.dtype,
+                extents: v.extents.iter().copied().collect(),
+                strides: v.strides.iter().copied().collect(),
+                mode: v.mode,
+                domain: v.domain,
+                conj: v.conj,
+            });
+            // A counted clone: the operand is alive while this task is
+            // unfinished (see `Access::new`).
+            let t: Tensor = (*a.tensor).clone();
+            let contents = match &t.0 {
+                Repr::Value(v) => v.state.lock().contents.clone().filter(|c| c.data(v.dtype()) == a.data),
+                _ => None,
+            };
+            keep.push((t, contents));
+        }
+        (views, keep)
     }
 
     /// Whether the operation accesses `value`.

@@ -17,8 +17,9 @@ pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
 
 enum State {
     Pending(SmallVec<[Callback; 1]>),
-    /// The outcome is known and the callbacks attached before it are running.
-    Firing(Result<()>),
+    /// The outcome is known. Callbacks attached before it may still be
+    /// running: the event is marked complete before they are called, so that
+    /// a callback sees its own operation complete (poll, error, wait).
     Done(Result<()>),
 }
 
@@ -62,32 +63,38 @@ impl Event {
         *self.0.task.lock() = Arc::downgrade(task);
     }
 
-    /// Record the outcome, fire the callbacks (outside the lock), then mark
-    /// the event complete: a waiter returns only after the callbacks ran.
+    /// Record the outcome, wake the waiters, then fire the callbacks
+    /// attached so far (outside the lock).
     pub(crate) fn complete(&self, result: &Result<()>) {
+        for cb in self.mark_complete(result) {
+            exec::call_guarded(|| cb(result));
+        }
+    }
+
+    /// Record the outcome and wake the waiters; returns the callbacks
+    /// attached so far, for the caller to fire (once the event is marked,
+    /// callbacks attached later run at once in the attaching thread).
+    pub(crate) fn mark_complete(&self, result: &Result<()>) -> SmallVec<[Callback; 1]> {
         let callbacks = {
             let mut s = self.0.state.lock();
             match &mut *s {
                 State::Pending(cbs) => {
                     let cbs = std::mem::take(cbs);
-                    *s = State::Firing(result.clone());
+                    *s = State::Done(result.clone());
                     cbs
                 }
                 // Completing twice would be a runtime bug; keep the first outcome.
-                State::Firing(_) | State::Done(_) => return,
+                State::Done(_) => return SmallVec::new(),
             }
         };
-        for cb in callbacks {
-            exec::call_guarded(|| cb(result));
-        }
-        *self.0.state.lock() = State::Done(result.clone());
         self.0.cv.notify_all();
+        callbacks
     }
 
     /// The outcome if the operation has completed.
     pub fn poll(&self) -> Option<Result<()>> {
         match &*self.0.state.lock() {
-            State::Pending(_) | State::Firing(_) => {
+            State::Pending(_) => {
                 super::poke();
                 None
             }
@@ -110,7 +117,7 @@ impl Event {
                     cbs.push(cb);
                     return;
                 }
-                State::Firing(r) | State::Done(r) => (r.clone(), cb),
+                State::Done(r) => (r.clone(), cb),
             }
         };
         exec::call_guarded(|| (done.1)(&done.0));

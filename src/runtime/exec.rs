@@ -1,9 +1,14 @@
 //! Running tasks: execute, record the outcome, notify, release successors.
 //!
 //! The order of a task's last steps is fixed: commit (poison or clean what it
-//! wrote), then fire its notifications (event, callback, completion queue),
-//! then release its successors, then drop its operands. So a dependent
-//! operation's completion is never reported before its predecessor's, and a
+//! wrote), then release its accesses (the task counts as finished on every
+//! queue; successors it made ready are collected, not yet run), then mark its
+//! event complete, then fire its callbacks and completion entry, then drop
+//! its operands, and only then run or schedule the successors it made ready.
+//! So when any notification of an operation is observed, the operation is
+//! complete in every way (its event polls the outcome, a zero-timeout wait on
+//! a tensor whose last operation it was returns that outcome), a successor
+//! that this task released never reports its completion before it, and a
 //! runtime drains only after every callback has fired.
 
 use std::cell::RefCell;
@@ -43,17 +48,19 @@ impl Completion {
         Some(Box::new(self))
     }
 
-    /// Callback, then completion entry, then event: once the event reports
-    /// completion, the other two have been delivered.
+    /// Event first (marked complete), then callback, then completion entry,
+    /// then the event's own callbacks: whatever a notification observes, the
+    /// event already reports the outcome.
     fn fire(self, result: &Result<()>) {
+        let attached = self.event.as_ref().map(|e| e.mark_complete(result));
         if let Some(cb) = self.callback {
             call_guarded(|| cb(result));
         }
         if let Some((q, tag)) = self.cq {
             q.push(CompletionEntry { tag, result: result.clone() });
         }
-        if let Some(e) = self.event {
-            e.complete(result);
+        for cb in attached.into_iter().flatten() {
+            call_guarded(|| cb(result));
         }
     }
 }
@@ -232,19 +239,39 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         // Unreachable: only the thread that made the task ready runs it.
         return task.finish();
     };
-    let mut cx = RunCtx { waits: task.take_waits(), issued: None };
+    let mut cx = RunCtx { waits: task.take_waits(), issued: None, deferred: None };
     let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
+            } else if let Some(token) = op.external() {
+                // An operation whose body runs elsewhere: granted unless an
+                // input it reads is poisoned.
+                match op.poisoned_input() {
+                    Some(e) => Err(e),
+                    None => {
+                        let token = token.clone();
+                        let (views, keep) = op.granted();
+                        return super::deferred::park(task, &token, views, keep);
+                    }
+                }
             } else {
                 let _running = RunningGuard::push(task, op);
-                match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
+                let r = match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
                     Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                };
+                if let Some(token) = cx.deferred.take() {
+                    // The kernel deferred its completion (its result is
+                    // ignored): the task keeps its accesses until the token
+                    // is finished.
+                    drop(_running);
+                    let (views, keep) = op.granted();
+                    return super::deferred::park(task, &token, views, keep);
                 }
+                r
             }
         }
     };
@@ -252,16 +279,59 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         let Work { job, completion } = slot.take().expect("present until concluded");
         return issue_device(task, Parked { job, completion, result, tail: cx.issued });
     }
-    conclude(task, slot, result)
+    if let Some(Job::Op(op)) = slot.as_ref().map(|w| &w.job) {
+        if let Some(token) = op.external().cloned() {
+            // Failed (or cancelled) before its body started.
+            let failure = result.clone().err().expect("an external operation concludes here only on failure");
+            let ready = conclude(task, slot, result, true);
+            token.failed_before_start(&failure, failure.status() == Status::Cancelled);
+            return ready;
+        }
+    }
+    conclude(task, slot, result, true)
+}
+
+/// Conclude a task parked by [`super::deferred::park`] with `f`.
+///
+/// Only the thread that took the task out of its token's parked state (or
+/// the parking thread, for a finish that came first) calls this, once.
+pub(crate) fn conclude_parked(task: &Arc<Task>, f: super::deferred::Finish) -> super::task::ReadyList {
+    use super::deferred::Finish;
+    // SAFETY: the task is parked: its runner returned without concluding it,
+    // and the caller is the one thread that concludes it (see above); the
+    // token's lock orders the runner's last writes before this.
+    let slot = unsafe { task.running_work() };
+    let origin = match slot.as_ref().map(|w| &w.job) {
+        Some(Job::Op(op)) => op.name.to_origin(),
+        _ => "deferred".into(),
+    };
+    let (result, commit) = match f {
+        Finish::Ok => (Ok(()), true),
+        Finish::Abandon => (Ok(()), false),
+        Finish::Fail { status, message } if status == Status::Cancelled as u32 => {
+            (Err(Error::new(Status::Cancelled, origin, message.unwrap_or_else(|| "the operation was cancelled by its token".into()))), true)
+        }
+        Finish::Fail { status, message } => {
+            let msg = message.unwrap_or_else(|| format!("the operation was finished with status {status}"));
+            (Err(Error::with_code(Status::KernelFailed, origin, msg, status as i64)), true)
+        }
+    };
+    conclude(task, slot, result, commit)
 }
 
 /// The last steps of every task: commit, notify, release successors, drop
 /// the operands, retire. `slot` is the task's work (see `Task::running_work`).
-fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>) -> super::task::ReadyList {
+/// Without `commit`, nothing is recorded in the values (an abandoned host
+/// access: nothing was written).
+fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commit: bool) -> super::task::ReadyList {
     let work = slot.as_mut().expect("present until concluded");
     let completion = work.completion.take();
     match &work.job {
-        Job::Op(op) => op.commit(&result),
+        Job::Op(op) => {
+            if commit {
+                op.commit(&result)
+            }
+        }
         // A wait holds its value only to read the outcome: let go of it
         // before the waiter wakes, so a caller that frees a tensor right
         // after waiting for it gets the memory back at once.
@@ -274,31 +344,49 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>) -> su
             return ready;
         }
     }
+    // The accesses go first: once any notification is seen, a wait on a
+    // value sees this task finished.
+    let mut ready = task.finish();
+    if task.runtime().is_some() {
+        // Waits that this task made ready complete before it reports: a
+        // thread blocked in a wait behind this task is released before this
+        // task's callbacks run (so a callback's own zero-timeout wait is not
+        // held up by that earlier waiter's barrier).
+        run_inline(&mut ready, true);
+    }
     if let Some(c) = completion {
         c.fire(&result);
     }
-    let mut ready = task.finish();
     // An operation's operands (and wrapped memory with its release hook)
     // live until its completion has been reported. (Dropped in place.)
     *slot = None;
     if let Some(rt) = task.runtime() {
         // Waits and releases that this task made ready run before it
         // retires: a drained runtime has let go of every value its tasks
-        // kept (see `crate::runtime::release_value`). They run here one
-        // after the other, not nested (their own successors join the list).
-        let mut i = 0;
-        while i < ready.len() {
-            if ready[i].runtime().is_none() {
-                let t = ready.remove(i);
-                ready.extend(execute(&t));
-            } else {
-                i += 1;
-            }
-        }
+        // kept (see `crate::runtime::release_value`).
+        run_inline(&mut ready, false);
         // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
     }
     ready
+}
+
+/// Run the runtime-less tasks (waits and releases) of `ready` here, one
+/// after the other, not nested (their own successors join the list); with
+/// `waits_only`, only the waits.
+fn run_inline(ready: &mut super::task::ReadyList, waits_only: bool) {
+    let mut i = 0;
+    while i < ready.len() {
+        // SAFETY: the tasks of `ready` were made ready by this thread and are
+        // not scheduled yet, so this thread alone may look at their work.
+        let take = ready[i].runtime().is_none() && (!waits_only || matches!(unsafe { ready[i].running_work() }, Some(Work { job: Job::Barrier(..), .. })));
+        if take {
+            let t = ready.remove(i);
+            ready.extend(execute(&t));
+        } else {
+            i += 1;
+        }
+    }
 }
 
 /// A device task has run its body: its work is queued on a stream (or it
@@ -379,7 +467,7 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
     // SAFETY: this thread runs the task's finish (it holds the parked work).
     let slot = unsafe { task.running_work() };
     *slot = Some(Work { job, completion });
-    conclude(task, slot, result)
+    conclude(task, slot, result, true)
 }
 
 /// Run a user callback; a panic in it is reported on stderr and goes no further

@@ -22,6 +22,7 @@
 //! instead of blocking the pool.
 
 pub(crate) mod cq;
+pub(crate) mod deferred;
 pub(crate) mod event;
 pub(crate) mod exec;
 pub(crate) mod task;
@@ -41,6 +42,7 @@ use crate::value::Value;
 use crate::view::View;
 
 pub use cq::{CompletionEntry, CompletionQueue};
+pub use deferred::{GrantedView, HostAccess, Token};
 pub use event::{Callback, Event};
 pub(crate) use task::Task;
 pub(crate) use exec::Released;
@@ -219,6 +221,9 @@ pub(crate) struct RuntimeInner {
     idle_waiters: CachePadded<AtomicUsize>,
     idle_lock: Mutex<()>,
     idle: Condvar,
+    /// Operations parked until their token is finished (see [`deferred`]),
+    /// which a shutdown with cancel completes.
+    pub(crate) parked: Mutex<Vec<Weak<deferred::TokenInner>>>,
 }
 
 thread_local! {
@@ -488,6 +493,9 @@ impl RuntimeInner {
             ShutdownMode::Cancel => CANCELLING,
         };
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        if self.cancelled() {
+            deferred::cancel_parked(self);
+        }
         poke();
         while self.outstanding.sum() != 0 {
             self.sleep_until_idle(IDLE_RECHECK);
@@ -532,6 +540,7 @@ impl Runtime {
                 outstanding: ShardedCounter::new(),
                 idle_lock: Mutex::new(()),
                 idle: Condvar::new(),
+                parked: Mutex::new(Vec::new()),
             }
         });
         if let Some(e) = failure {
@@ -700,6 +709,28 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
         exec::run(task);
     }
     event.wait(timeout)
+}
+
+/// An event that completes once everything enrolled on `region` of `value`
+/// so far has completed, with the outcome a wait would report (see
+/// [`crate::Tensor::ready`]). Never blocks.
+pub(crate) fn ready_value(value: &Arc<Value>, region: &Region) -> Event {
+    const ORIGIN: &str = "tensor_ready";
+    let event = Event::new();
+    let mut s = value.state.lock();
+    if s.queue.is_idle() {
+        drop(s);
+        event.complete(&crate::value::settled_state(value, region, ORIGIN));
+        return event;
+    }
+    let task = exec::barrier(crate::value::ValueRc::new(value.clone()), region.clone(), event.clone());
+    s.queue.enroll_barrier(&task, region);
+    drop(s);
+    event.bind(&task);
+    if task.release_guard() {
+        exec::run(task);
+    }
+    event
 }
 
 /// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]).

@@ -1,0 +1,169 @@
+//! Deferred completion and external operations from C (SPEC §2.8).
+
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::handles::{self, Kind, Object};
+use super::mapping::{c_view, mode_arg};
+use super::ops::{submit_borrowing, submit_in};
+use super::tensor::array_arg;
+use super::{guard, make_handle, need, put, raw, tensor_in};
+use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_status, ta_submit, ta_token, ta_view};
+use crate::error::{Error, Status};
+use crate::ops::OpName;
+use crate::queue::Mode;
+use crate::runtime::deferred::TokenInner;
+
+fn token_arg(h: *const ta_token, origin: &'static str) -> Result<Arc<TokenInner>, Error> {
+    match handles::get(raw(h), Kind::Token) {
+        Ok(Object::Token(t)) => Ok(t),
+        Ok(_) => Err(super::arg_error(Status::Internal, origin, "token")),
+        Err(s) => Err(super::arg_error(s, origin, "token")),
+    }
+}
+
+/// Inside a user kernel: defer the operation's completion. The operation
+/// does not complete when the kernel returns (its return value is then
+/// ignored) but when `ta_token_finish(*token_out, ...)` is called, from any
+/// thread, before or after the kernel returns. Until then it keeps its
+/// accesses (later conflicting operations wait) and its operands' storage,
+/// without occupying a worker. The data pointers of the kernel's views stay
+/// valid until the finish; the `extents` and `strides` arrays of the views
+/// passed to the kernel do not outlive the call (copy them, or use
+/// `ta_token_views`). `ctx` is valid only during the kernel call and on its
+/// thread (`TA_STATUS_INVALID_HANDLE` otherwise); a second call in one
+/// kernel gives `TA_STATUS_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn ta_kernel_defer(ctx: *mut ta_kernel_ctx, token_out: *mut *mut ta_token) -> ta_status {
+    const O: &str = "ta_kernel_defer";
+    guard(O, std::ptr::null_mut(), || {
+        need(token_out, O, "token_out")?;
+        let t = super::kernel::with_ctx(ctx, O, |c| c.defer_inner())??;
+        put(token_out, make_handle(Object::Token(t), O)?);
+        Ok(())
+    })
+}
+
+/// Enroll an operation with these accesses (the same rules as
+/// `ta_kernel_submit`: host tensors, no input also declared as an output)
+/// whose body the caller's own code runs: no library worker runs anything
+/// of the caller's. `*started_out` (may be NULL) completes with
+/// `TA_STATUS_OK` once every access is granted; then `ta_token_views` gives
+/// the views and the caller does the work and calls `ta_token_finish`. If
+/// an input it reads is poisoned, `started` completes with that error's
+/// status instead: the operation has failed already (its outputs are
+/// poisoned with that error), and the token then only needs
+/// `ta_token_finish` (which returns `TA_STATUS_OK`). `*event_out` (may be
+/// NULL) is the operation's completion, as for any submission, and
+/// `opts` (may be NULL) its callback and completion queue. `name` (may be
+/// NULL) names the operation in error objects; it is not copied, so it must
+/// stay valid until the operation completes.
+#[no_mangle]
+pub extern "C" fn ta_external_submit(
+    accesses: *const ta_access,
+    naccesses: usize,
+    name: *const c_char,
+    options: *const ta_submit,
+    token_out: *mut *mut ta_token,
+    started_out: *mut *mut ta_event,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_external_submit";
+    guard(O, error, || {
+        need(token_out, O, "token_out")?;
+        let acc = array_arg(accesses, naccesses, O, "accesses")?;
+        let mut token = None;
+        submit_borrowing(O, acc.iter().map(|a| a.tensor), options, event_out, |b| {
+            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
+            for (i, a) in acc.iter().enumerate() {
+                let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
+                let m = mode_arg(a.mode, O).map_err(|_| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
+                operands.push((t, m));
+            }
+            let name = if name.is_null() {
+                OpName::Static("external")
+            } else {
+                // SAFETY: a non-NULL name is a NUL-terminated string that the C
+                // contract keeps valid until the operation completes.
+                unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
+            };
+            submit_in(b, O, options, !event_out.is_null(), |s| {
+                let (t, ev) = crate::ops::external_inner(name, O, &operands, s)?;
+                token = Some(t);
+                Ok(ev)
+            })
+        })?;
+        let token = token.expect("set on success");
+        let started = token.started().clone();
+        // The submission is made: from here on only handles are created.
+        put(token_out, make_handle(Object::Token(token), O)?);
+        if !started_out.is_null() {
+            put(started_out, make_handle(Object::Event(started), O)?);
+        }
+        Ok(())
+    })
+}
+
+/// The resolved views of a token's operation, one per access in declaration
+/// order, into `views_out` (room for `cap`); the number goes to
+/// `*count_out`. Every pointer in them stays valid until the token is
+/// finished. `TA_STATUS_PENDING` before the accesses are granted;
+/// `TA_STATUS_BUFFER_TOO_SMALL` (with `*count_out` set) if `cap` is too
+/// small; the failure's status if the operation failed before it started.
+#[no_mangle]
+pub extern "C" fn ta_token_views(token: *const ta_token, views_out: *mut ta_view, cap: usize, count_out: *mut usize) -> ta_status {
+    const O: &str = "ta_token_views";
+    guard(O, std::ptr::null_mut(), || {
+        need(count_out, O, "count_out")?;
+        let t = token_arg(token, O)?;
+        let views = t.views(O)?;
+        if cap < views.len() {
+            put(count_out, views.len());
+            return Err(Error::new(Status::BufferTooSmall, O, format!("the operation has {} accesses, the buffer holds {cap}", views.len())));
+        }
+        if !views.is_empty() {
+            need(views_out, O, "views_out")?;
+        }
+        for (i, v) in views.iter().enumerate() {
+            // SAFETY: `views_out` holds `cap >= views.len()` entries by the C contract.
+            unsafe { views_out.add(i).write(c_view(v)) };
+        }
+        put(count_out, views.len());
+        Ok(())
+    })
+}
+
+/// Complete a token's operation with `status`: `TA_STATUS_OK`, or a failure
+/// (the outputs are poisoned with `TA_STATUS_KERNEL_FAILED`, whose error
+/// object has `status` as its code, or with `TA_STATUS_CANCELLED` if
+/// `status` is that; `message` (may be NULL) is the error message and the
+/// operation's name its origin), and free the token handle. May be called
+/// from any thread, and before `started` completes (the operation then
+/// completes with that status as soon as its accesses are granted). Never
+/// blocks on other operations; callbacks and completion entries of this
+/// operation, and work it releases, may run in this call. Finishing again
+/// gives a handle status (`TA_STATUS_DOUBLE_FREE` or
+/// `TA_STATUS_STALE_HANDLE`). If the runtime was shut down with
+/// `TA_SHUTDOWN_CANCEL` first, the operation was completed as cancelled
+/// then: this returns `TA_STATUS_ALREADY_FINISHED` and frees the handle.
+#[no_mangle]
+pub extern "C" fn ta_token_finish(token: *mut ta_token, status: ta_status, message: *const c_char) -> ta_status {
+    const O: &str = "ta_token_finish";
+    guard(O, std::ptr::null_mut(), || {
+        let msg = if message.is_null() {
+            None
+        } else {
+            // SAFETY: a non-NULL message is a NUL-terminated string by the C contract.
+            Some(unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
+        };
+        let t = match handles::take(raw(token), Kind::Token) {
+            Ok(Object::Token(t)) => t,
+            Ok(_) => return Err(super::arg_error(Status::Internal, O, "token")),
+            Err(s) => return Err(super::arg_error(s, O, "token")),
+        };
+        crate::runtime::deferred::finish_status(&t, status, msg, O)
+    })
+}
