@@ -110,6 +110,14 @@ ta_status ta_mpi_comm_rank(const ta_mpi_comm *comm, int *rank_out);
 ta_status ta_mpi_comm_size(const ta_mpi_comm *comm, int *size_out);
 ta_status ta_mpi_comm_stats(const ta_mpi_comm *comm, ta_mpi_stats *stats_out);
 
+/* Record the interval from posting to completion (MPI_Wtime seconds) of
+ * every point-to-point message on `comm` from now on (enable != 0), or stop
+ * recording (enable == 0). Copies up to `cap` recorded intervals, as pairs
+ * (start, end), to `intervals` (may be NULL) and stores their number in
+ * *count_out (may be NULL). For measurements of overlap. */
+ta_status ta_mpi_comm_trace(ta_mpi_comm *comm, int enable, double *intervals, size_t cap,
+                            size_t *count_out);
+
 /* The largest tag the library accepts on this MPI (MPI_TAG_UB / 2 - 1:
  * the library keeps one tag bit for itself). */
 int ta_mpi_tag_max(void);

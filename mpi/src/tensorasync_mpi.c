@@ -39,14 +39,8 @@
 #include <string.h>
 #include <time.h>
 
-/* ------------------------------------------------------------------------ */
-/* Deferred-completion layer of the core (tensorasync.h, ta_external_submit). */
-
 typedef struct op op;
 static void on_started(ta_status status, void *userdata);
-#ifdef TA_MPI_SHIM
-#include "shim.h"
-#endif
 
 /* ------------------------------------------------------------------------ */
 
@@ -1110,11 +1104,7 @@ static ta_status submit(op *o, ta_mpi_comm *c, int cls, int peer, int tag, const
   chan *ch = chan_get(c, cls, peer, tag, 1);
   if (!ch) { pthread_mutex_unlock(&E.mu); free(o); return TA_STATUS_OUT_OF_MEMORY; }
   o->ch = ch;
-#ifdef TA_MPI_SHIM
-  ta_status st = shim_external_submit(acc, nacc, KIND_NAME[o->kind], opts, &o->token, on_started, o, event_out, error);
-#else
   ta_status st = ta_external_submit(acc, nacc, KIND_NAME[o->kind], opts, &o->token, &started, event_out, error);
-#endif
   if (st != TA_STATUS_OK) {
     chan_drop_if_empty(c, ch);
     pthread_mutex_unlock(&E.mu);
@@ -1126,10 +1116,8 @@ static ta_status submit(op *o, ta_mpi_comm *c, int cls, int peer, int tag, const
   c->pending++;
   E.pending++;
   pthread_mutex_unlock(&E.mu);
-#ifndef TA_MPI_SHIM
   /* may run on_started right here */
   ta_event_on_complete(started, on_started, o);
-#endif
   return TA_STATUS_OK;
 }
 
