@@ -45,6 +45,9 @@ make -C examples-c check
 step "install and pkg-config"
 make -C examples-c install-check
 
+step "MPI operations and the distributed Cholesky (scripts/test-mpi.sh)"
+./scripts/test-mpi.sh
+
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
   RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" TA_DIFF_PROGRAMS=300 \

@@ -20,6 +20,15 @@
  * the thread allowed to call MPI, never concurrently with its own MPI calls.
  * MPI_THREAD_SINGLE is refused (TA_STATUS_UNSUPPORTED).
  *
+ * Errors. Every MPI call of the library on its duplicate communicator
+ * returns its errors (MPI_ERRORS_RETURN is set on the duplicate); the
+ * operation's outputs are then poisoned with "<operation>: <MPI call>
+ * failed: <MPI_Error_string>". (MPICH raises an error found while
+ * completing a request in MPI_Testsome on MPI_COMM_WORLD's handler, fatal by
+ * default, instead of returning it.) A testing aid: with the environment
+ * variable TA_MPI_TEST_INVALID_RANK=1 at ta_mpi_init, every send is posted to
+ * the invalid rank `size`, so that MPI itself fails it.
+ *
  * Communicators. ta_mpi_comm_new duplicates the program's communicator
  * (MPI_Comm_dup, collective over it) so that the library's messages never
  * match the program's. Tags: 0 <= tag <= ta_mpi_tag_max(). Matching of
@@ -98,8 +107,10 @@ ta_status ta_mpi_comm_new_f(MPI_Fint comm, ta_mpi_comm **comm_out);
  * for planning runs of one rank of a large grid without the others: nothing
  * is sent; a send completes once its tensor is readable, a receive once it is
  * granted, leaving the receiving tensor as it was (an unconstructed one is
- * zero-filled); collectives behave as on one rank (the output gets the local
- * input). Every message is counted in ta_mpi_comm_stats. No MPI call is made. */
+ * zero-filled); collectives complete leaving their outputs as they were.
+ * Every message is counted in ta_mpi_comm_stats. No MPI call is made, and
+ * MPI need not be initialised (without ta_mpi_init, the progress thread is
+ * started here; ta_mpi_finalize stops it). */
 ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out);
 
 /* Free a communicator after its operations completed (waits for them; the

@@ -133,9 +133,10 @@ static struct {
   op **req_op;
   int nreq, req_cap;
   int tag_ub;
+  int fault_rank; /* TA_MPI_TEST_INVALID_RANK: sends go to an invalid rank */
   pthread_mutex_t step_mu;
 } E = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0,
-       NULL, NULL, 0, 0, NULL, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+       NULL, NULL, 0, 0, NULL, NULL, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local char last_msg[512];
 
@@ -442,10 +443,11 @@ static void post_send(op *o, oplist *done) {
   MPI_Request r;
   int rc;
   o->t_post = MPI_Wtime();
+  int dest = E.fault_rank ? c->size : o->peer; /* a testing aid: a real MPI error */
   if (o->start_status != TA_STATUS_OK) {
     /* the tensor is poisoned: its error travels instead of the data */
     const char *text = o->tmp ? (const char *)o->tmp : "the sent tensor is poisoned";
-    rc = MPI_Isend(text, (int)strlen(text) + 1, MPI_CHAR, o->peer,
+    rc = MPI_Isend(text, (int)strlen(text) + 1, MPI_CHAR, dest,
                    internal_tag(o->tag, (int)o->dtype, 1), c->comm, &r);
   } else {
     const ta_view *v = &o->views[0];
@@ -457,7 +459,7 @@ static void post_send(op *o, oplist *done) {
       if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&o->types[0]);
       if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Type_contiguous", rc); done_push(done, o); return; }
       o->ntypes = 1;
-      rc = MPI_Isend(o->tmp, 1, o->types[0], o->peer, internal_tag(o->tag, (int)o->dtype, 0), c->comm, &r);
+      rc = MPI_Isend(o->tmp, 1, o->types[0], dest, internal_tag(o->tag, (int)o->dtype, 0), c->comm, &r);
     } else {
       char err[256];
       if (view_type(v, &o->types[0], err, sizeof err) != MPI_SUCCESS) {
@@ -466,13 +468,27 @@ static void post_send(op *o, oplist *done) {
         return;
       }
       o->ntypes = 1;
-      rc = MPI_Isend(v->data, 1, o->types[0], o->peer, internal_tag(o->tag, (int)o->dtype, 0), c->comm, &r);
+      rc = MPI_Isend(v->data, 1, o->types[0], dest, internal_tag(o->tag, (int)o->dtype, 0), c->comm, &r);
     }
   }
   if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Isend", rc); done_push(done, o); return; }
   c->stats.messages_sent++;
   c->stats.bytes_sent += o->count * o->esz;
   if (add_req(o, r) != 0) { op_fail(o, "out of memory"); done_push(done, o); }
+}
+
+/* Receive message `m`, which does not go into the tensor, into scratch
+ * memory (receiving it truncated would be an MPI error, which some MPIs raise
+ * on MPI_COMM_WORLD's handler instead of returning it). */
+static int consume(op *o, msg *m, MPI_Request *r) {
+  free(o->tmp);
+  o->tmp = malloc((size_t)m->bytes + 1);
+  if (!o->tmp) return MPI_ERR_NO_MEM;
+  int rc = big_contig((size_t)m->bytes, MPI_BYTE, &o->types[o->ntypes]);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&o->types[o->ntypes]);
+  if (rc != MPI_SUCCESS) return rc;
+  o->ntypes++;
+  return MPI_Imrecv(o->tmp, 1, o->types[o->ntypes - 1], &m->handle, r);
 }
 
 /* The head receive `o` of its channel takes message `m`. */
@@ -485,8 +501,7 @@ static void post_recv(op *o, msg *m, oplist *done) {
   size_t want = o->count * o->esz;
   if (o->start_status != TA_STATUS_OK) {
     op_fail(o, "the receive did not start (%s)", ta_status_name(o->start_status));
-    static char sink;
-    rc = MPI_Imrecv(&sink, 0, MPI_BYTE, &m->handle, &r);
+    rc = consume(o, m, &r);
   } else if (m->poison) {
     o->poisoned_peer = 1;
     o->tmp = malloc((size_t)m->bytes + 1);
@@ -498,15 +513,12 @@ static void post_recv(op *o, msg *m, oplist *done) {
             o->peer, o->tag, (long long)m->bytes, dtype_name(m->dtype),
             (long long)(m->bytes / (MPI_Count)(dtype_size((ta_dtype)m->dtype) ? dtype_size((ta_dtype)m->dtype) : 1)),
             o->count, dtype_name((int)o->dtype), want);
-    /* consume it: a receive of nothing, which MPI reports as truncated */
-    static char sink;
-    rc = MPI_Imrecv(&sink, 0, MPI_BYTE, &m->handle, &r);
+    rc = consume(o, m, &r);
   } else {
     char err[256];
     if (view_type(&o->views[0], &o->types[0], err, sizeof err) != MPI_SUCCESS) {
       op_fail(o, "%s", err);
-      static char sink;
-      rc = MPI_Imrecv(&sink, 0, MPI_BYTE, &m->handle, &r);
+      rc = consume(o, m, &r);
     } else {
       o->ntypes = 1;
       rc = MPI_Imrecv(o->views[0].data, 1, o->types[0], &m->handle, &r);
@@ -897,6 +909,8 @@ ta_status ta_mpi_init(uint32_t flags) {
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   E.tag_ub = (flag && ub) ? *ub : 32767;
   E.manual = (flags & TA_MPI_MANUAL_PROGRESS) != 0;
+  const char *fault = getenv("TA_MPI_TEST_INVALID_RANK");
+  E.fault_rank = fault && *fault && strcmp(fault, "0") != 0;
   E.stop = 0;
   if (!E.manual && pthread_create(&E.thread, NULL, progress_main, NULL) != 0) {
     pthread_mutex_unlock(&E.mu);
@@ -1009,12 +1023,19 @@ ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out) 
   if (!comm_out) return fail(TA_STATUS_NULL_POINTER, "ta_mpi_comm_new_simulated: argument `comm_out` is NULL");
   if (size < 1 || rank < 0 || rank >= size)
     return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_comm_new_simulated: rank %d is not in [0, %d)", rank, size);
+  pthread_mutex_lock(&E.mu);
   if (!E.initialised) {
-    /* no MPI needed: a manual engine */
-    pthread_mutex_lock(&E.mu);
-    if (!E.initialised) { E.manual = 1; E.initialised = 1; E.tag_ub = 0x7fffffff; }
-    pthread_mutex_unlock(&E.mu);
+    /* without MPI: the progress thread makes no MPI call for simulated ranks */
+    E.manual = 0;
+    E.stop = 0;
+    E.tag_ub = 0x7fffffff;
+    if (pthread_create(&E.thread, NULL, progress_main, NULL) != 0) {
+      pthread_mutex_unlock(&E.mu);
+      return fail(TA_STATUS_INTERNAL, "ta_mpi_comm_new_simulated: cannot start the progress thread");
+    }
+    E.initialised = 1;
   }
+  pthread_mutex_unlock(&E.mu);
   ta_mpi_comm *c = calloc(1, sizeof *c);
   if (!c) return TA_STATUS_OUT_OF_MEMORY;
   c->comm = MPI_COMM_NULL;

@@ -32,7 +32,7 @@ static int g_checks = 0;
   } while (0)
 
 /* Start MPI (MULTIPLE) and the library; returns the library communicator of MPI_COMM_WORLD. */
-static ta_mpi_comm *test_init(int *argc, char ***argv) {
+static inline ta_mpi_comm *test_init(int *argc, char ***argv) {
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -47,7 +47,7 @@ static ta_mpi_comm *test_init(int *argc, char ***argv) {
   return c;
 }
 
-static void test_done(const char *name) {
+static inline void test_done(const char *name) {
   int total = 0;
   OK(ta_mpi_finalize());
   MPI_Reduce(&g_checks, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -56,7 +56,7 @@ static void test_done(const char *name) {
 }
 
 /* The state of `t` after everything enrolled so far; the error message into msg. */
-static ta_status state_of(const ta_tensor *t, char *msg, size_t cap) {
+static inline ta_status state_of(const ta_tensor *t, char *msg, size_t cap) {
   ta_error *e = NULL;
   ta_status st = ta_tensor_wait(t, TA_WAIT_FOREVER, &e);
   msg[0] = 0;
@@ -67,14 +67,14 @@ static ta_status state_of(const ta_tensor *t, char *msg, size_t cap) {
   return st;
 }
 
-static void read_f64(const ta_tensor *t, double *out, size_t n) {
+static inline void read_f64(const ta_tensor *t, double *out, size_t n) {
   ta_event *ev = NULL;
   OK(ta_copy_out(t, out, n, NULL, NULL, &ev, NULL));
   OK(ta_event_wait(ev, TA_WAIT_FOREVER));
   ta_event_free(ev);
 }
 
-static ta_tensor *new_f64(size_t rank, const size_t *ext, const double *data) {
+static inline ta_tensor *new_f64(size_t rank, const size_t *ext, const double *data) {
   ta_tensor *t = NULL;
   OK(ta_tensor_new_copy(TA_DTYPE_F64, rank, ext, NULL, TA_ORDER_ROW_MAJOR, data, &t, NULL));
   return t;

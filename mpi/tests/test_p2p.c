@@ -154,7 +154,7 @@ static void all_dtypes(ta_mpi_comm *c, int peer, int sender) {
   }
 }
 
-/* A message that does not fit: a clear message, MPI's own words, and the
+/* A message that does not fit: a clear message, and the
  * next message on the same tag still arrives. A dtype mismatch likewise. */
 static void mismatch(ta_mpi_comm *c, int peer, int sender) {
   double d[10];
@@ -185,10 +185,6 @@ static void mismatch(ta_mpi_comm *c, int peer, int sender) {
     snprintf(want, sizeof want, "the message from rank %d (tag 5) holds 80 bytes of f64 (10 elements)", peer);
     CHECK(strstr(msg, want) != NULL);
     CHECK(strstr(msg, "the receiving tensor holds 8 elements of f64 (64 bytes)") != NULL);
-    char mpi_s[MPI_MAX_ERROR_STRING];
-    int len;
-    MPI_Error_string(MPI_ERR_TRUNCATE, mpi_s, &len);
-    CHECK(strstr(msg, mpi_s) != NULL); /* MPI's words for the truncated receive */
     double got[8];
     read_f64(r2, got, 8);
     for (int i = 0; i < 8; i++) CHECK(got[i] == d[i]);
