@@ -3,7 +3,8 @@
 # StarPU-MPI when missing, builds the library and its tests against Open MPI
 # (and the library and tests against MPICH), then runs with one worker per
 # rank (TA_NUM_THREADS=1):
-#   - point-to-point and collective tests, -np 2 and -np 4 (Open MPI), -np 2 (MPICH);
+#   - point-to-point and collective tests, and the manual-progress mode
+#     (MPI_THREAD_FUNNELED), -np 2 and -np 4 (Open MPI), -np 2 (MPICH);
 #   - an MPI error (TA_MPI_TEST_INVALID_RANK) and a message of 2^31 + 13 elements;
 #   - a dead peer: mpirun must exit non-zero within 60 s;
 #   - the distributed Cholesky, checked against LAPACK, -np 2 and -np 4;
@@ -41,10 +42,12 @@ for np in 2 4; do
   step "point to point and collectives, Open MPI, -np $np"
   timeout 120 "${OMPI[@]}" -np $np $B/test_p2p
   timeout 120 "${OMPI[@]}" -np $np $B/test_coll
+  timeout 120 "${OMPI[@]}" -np $np $B/test_manual
 done
 step "point to point and collectives, MPICH, -np 2"
 timeout 120 mpirun.mpich -np 2 mpi/build-mpich/test_p2p
 timeout 120 mpirun.mpich -np 2 mpi/build-mpich/test_coll
+timeout 120 mpirun.mpich -np 2 mpi/build-mpich/test_manual
 
 step "an MPI error poisons with MPI's words (Open MPI and MPICH)"
 timeout 60 "${OMPI[@]}" -x TA_MPI_TEST_INVALID_RANK=1 -np 2 $B/test_mpierror

@@ -832,7 +832,10 @@ static void finish_ops(oplist *done) {
 
 static int full_step(void) {
   int p = 0;
-  pthread_mutex_lock(&E.step_mu);
+  /* one step at a time; a step already running (on another thread, or
+   * below us on this one: a completion callback calling ta_mpi_progress)
+   * does the work */
+  if (pthread_mutex_trylock(&E.step_mu) != 0) return 0;
   p |= engine_step();
   oplist done = {NULL, NULL};
   pthread_mutex_lock(&E.mu);

@@ -4,6 +4,8 @@
 #include <time.h>
 #include "common.h"
 
+static void ring(ta_mpi_comm *c);
+
 static ta_status write_seq(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) {
   (void)n; (void)ctx;
   double base = *(const double *)ud;
@@ -252,6 +254,18 @@ static void invalid(ta_mpi_comm *c) {
 }
 
 /* Every rank sends to the next one and receives from the previous one. */
+/* The same through a communicator given by its Fortran handle. */
+static void fortran_handle(void) {
+  ta_mpi_comm *f;
+  OK(ta_mpi_comm_new_f(MPI_Comm_c2f(MPI_COMM_WORLD), &f));
+  int r = -1, s = -1;
+  OK(ta_mpi_comm_rank(f, &r));
+  OK(ta_mpi_comm_size(f, &s));
+  CHECK(r == g_rank && s == g_size);
+  ring(f);
+  OK(ta_mpi_comm_free(f));
+}
+
 static void ring(ta_mpi_comm *c) {
   size_t n = 64;
   double d[64], got[64];
@@ -279,6 +293,7 @@ int main(int argc, char **argv) {
   }
   invalid(c);
   ring(c);
+  fortran_handle();
   OK(ta_mpi_comm_free(c));
   test_done("test_p2p");
   return 0;
