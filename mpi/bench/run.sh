@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The comparison, by hand (not part of the tests): the same n, tile/block size
 # and ranks (2 ranks x 1 worker, grid 1x2) for cholesky_mpi, ScaLAPACK pdpotrf
-# and StarPU-MPI, interleaved, `reps` times each.
+# and StarPU-MPI, interleaved, `reps` times each. ScaLAPACK runs with Open MPI
+# yielding the core in its blocking waits (mpi_yield_when_idle 1), which helps
+# it on a busy node; cholesky_mpi runs without (its progress thread polls with
+# MPI_Testsome and sleeps between polls: a yield inside each poll slows it).
 #   mpi/bench/run.sh [n] [b] [reps]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +20,7 @@ R=(mpirun.openmpi "${ROOTFLAG[@]}" --oversubscribe -x OPENBLAS_CORETYPE -x OPENB
 uptime
 for r in $(seq "$reps"); do
   "${R[@]}" mpi/build/cholesky_mpi "$n" "$b"
-  "${R[@]}" mpi/build/scalapack_pdpotrf "$n" "$b"
+  "${R[@]}" --mca mpi_yield_when_idle 1 mpi/build/scalapack_pdpotrf "$n" "$b"
   "${R[@]}" mpi/build/starpu_mpi_dpotrf "$n" "$b"
 done
 uptime
