@@ -15,7 +15,9 @@ ROOTFLAG=(); [ "$(id -u)" -eq 0 ] && ROOTFLAG=(--allow-run-as-root)
 # (the environment may name another one: BENCH_CORETYPE overrides).
 export OPENBLAS_CORETYPE=${BENCH_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1
 export TA_NUM_THREADS=1 STARPU_NCPU=1 STARPU_SILENT=1 STARPU_SCHED=${STARPU_SCHED:-lws}
-R=(mpirun.openmpi "${ROOTFLAG[@]}" --oversubscribe -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS
+# CHOL_GRID_P (the grid's row count, default 1 for 2 ranks) applies to all three.
+export CHOL_GRID_P=${CHOL_GRID_P:-0}
+R=(mpirun.openmpi "${ROOTFLAG[@]}" --oversubscribe -x CHOL_GRID_P -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS
    -x TA_NUM_THREADS -x STARPU_NCPU -x STARPU_SILENT -x STARPU_SCHED -np 2)
 uptime
 for r in $(seq "$reps"); do

@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
   Cblacs_pinfo(&me, &np);
   openblas_set_num_threads(1);
   int P = (int)sqrt((double)np);
+  const char *ge = getenv("CHOL_GRID_P"); /* as cholesky_dist.h's chol_grid */
+  if (ge && atoi(ge) > 0 && np % atoi(ge) == 0) P = atoi(ge);
   while (np % P) P--;
   int Q = np / P, ctx, myr, myc, zero = 0, info;
   Cblacs_get(-1, 0, &ctx);

@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
   starpu_mpi_comm_rank(MPI_COMM_WORLD, &rank);
   starpu_mpi_comm_size(MPI_COMM_WORLD, &size);
   int P = (int)sqrt((double)size);
+  const char *ge = getenv("CHOL_GRID_P"); /* as cholesky_dist.h's chol_grid */
+  if (ge && atoi(ge) > 0 && size % atoi(ge) == 0) P = atoi(ge);
   while (size % P) P--;
   int Q = size / P;
   starpu_data_handle_t *h = calloc((size_t)NT * NT, sizeof *h);

@@ -114,7 +114,9 @@ ta_status ta_mpi_comm_new_f(MPI_Fint comm, ta_mpi_comm **comm_out);
 ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out);
 
 /* Free a communicator after its operations completed (waits for them; the
- * duplicate is freed with MPI_Comm_free, collective). NULL is a no-op. */
+ * duplicate is freed with MPI_Comm_free, collective). NULL is a no-op. A
+ * small record of a freed communicator is kept: freeing it again gives
+ * TA_STATUS_DOUBLE_FREE, using it TA_STATUS_STALE_HANDLE. */
 ta_status ta_mpi_comm_free(ta_mpi_comm *comm);
 
 ta_status ta_mpi_comm_rank(const ta_mpi_comm *comm, int *rank_out);

@@ -71,10 +71,16 @@ struct chan {
   msg *mhead, *mtail; /* receive channels: matched messages in arrival order */
 };
 
+#define COMM_LIVE 0x74616d70u /* "tamp" */
+#define COMM_DEAD 0x64656164u /* "dead" */
+
+/* A freed communicator keeps this record (without its tables), marked dead,
+ * so that using or freeing it again gives a status, not a crash. */
 struct ta_mpi_comm {
+  uint32_t magic;
   MPI_Comm comm; /* the duplicate (MPI_COMM_NULL when simulated) */
   int rank, size, simulated;
-  chan *buckets[NBUCKETS];
+  chan **buckets; /* NBUCKETS hash chains of channels */
   size_t pending; /* operations submitted and not finished */
   ta_mpi_stats stats;
   int tracing;
@@ -985,6 +991,7 @@ ta_status ta_mpi_finalize(void) {
 /* communicators */
 
 static ta_status comm_register(ta_mpi_comm *c, ta_mpi_comm **out) {
+  c->magic = COMM_LIVE;
   pthread_mutex_lock(&E.mu);
   if (ncomms == comms_cap) {
     size_t cap = comms_cap ? 2 * comms_cap : 8;
@@ -1004,11 +1011,13 @@ ta_status ta_mpi_comm_new(MPI_Comm comm, ta_mpi_comm **comm_out) {
   if (!E.initialised) return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_comm_new: ta_mpi_init was not called");
   if (comm == MPI_COMM_NULL) return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_comm_new: MPI_COMM_NULL");
   ta_mpi_comm *c = calloc(1, sizeof *c);
-  if (!c) return TA_STATUS_OUT_OF_MEMORY;
+  if (c) c->buckets = calloc(NBUCKETS, sizeof *c->buckets);
+  if (!c || !c->buckets) { free(c); return TA_STATUS_OUT_OF_MEMORY; }
   int rc = MPI_Comm_dup(comm, &c->comm);
   if (rc != MPI_SUCCESS) {
     char s[MPI_MAX_ERROR_STRING + 1];
     mpi_err_text(rc, s, sizeof s);
+    free(c->buckets);
     free(c);
     return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_comm_new: MPI_Comm_dup failed: %s", s);
   }
@@ -1040,7 +1049,8 @@ ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out) 
   }
   pthread_mutex_unlock(&E.mu);
   ta_mpi_comm *c = calloc(1, sizeof *c);
-  if (!c) return TA_STATUS_OUT_OF_MEMORY;
+  if (c) c->buckets = calloc(NBUCKETS, sizeof *c->buckets);
+  if (!c || !c->buckets) { free(c); return TA_STATUS_OUT_OF_MEMORY; }
   c->comm = MPI_COMM_NULL;
   c->simulated = 1;
   c->rank = rank;
@@ -1048,8 +1058,19 @@ ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out) 
   return comm_register(c, comm_out);
 }
 
+/* OK for a live communicator; a status naming what is wrong otherwise. */
+static ta_status comm_valid(const ta_mpi_comm *c, const char *who) {
+  if (!c) return fail(TA_STATUS_NULL_HANDLE, "%s: argument `comm` is NULL", who);
+  if (c->magic == COMM_DEAD) return fail(TA_STATUS_STALE_HANDLE, "%s: the communicator was freed", who);
+  if (c->magic != COMM_LIVE) return fail(TA_STATUS_WRONG_HANDLE_TYPE, "%s: `comm` is not a ta_mpi_comm", who);
+  return TA_STATUS_OK;
+}
+
 ta_status ta_mpi_comm_free(ta_mpi_comm *c) {
   if (!c) return TA_STATUS_OK;
+  if (c->magic == COMM_DEAD) return fail(TA_STATUS_DOUBLE_FREE, "ta_mpi_comm_free: the communicator was freed already");
+  ta_status st = comm_valid(c, "ta_mpi_comm_free");
+  if (st) return st;
   drain(c);
   pthread_mutex_lock(&E.mu);
   for (size_t i = 0; i < ncomms; i++)
@@ -1063,27 +1084,36 @@ ta_status ta_mpi_comm_free(ta_mpi_comm *c) {
       ch = nx;
     }
   }
+  free(c->buckets);
+  c->buckets = NULL;
+  c->magic = COMM_DEAD;
   pthread_mutex_unlock(&E.mu);
   if (!c->simulated) MPI_Comm_free(&c->comm);
   free(c->trace);
-  free(c);
+  c->trace = NULL;
   return TA_STATUS_OK;
 }
 
 ta_status ta_mpi_comm_rank(const ta_mpi_comm *c, int *rank_out) {
-  if (!c || !rank_out) return TA_STATUS_NULL_POINTER;
+  ta_status st = comm_valid(c, "ta_mpi_comm_rank");
+  if (st) return st;
+  if (!rank_out) return TA_STATUS_NULL_POINTER;
   *rank_out = c->rank;
   return TA_STATUS_OK;
 }
 
 ta_status ta_mpi_comm_size(const ta_mpi_comm *c, int *size_out) {
-  if (!c || !size_out) return TA_STATUS_NULL_POINTER;
+  ta_status st = comm_valid(c, "ta_mpi_comm_size");
+  if (st) return st;
+  if (!size_out) return TA_STATUS_NULL_POINTER;
   *size_out = c->size;
   return TA_STATUS_OK;
 }
 
 ta_status ta_mpi_comm_stats(const ta_mpi_comm *c, ta_mpi_stats *stats_out) {
-  if (!c || !stats_out) return TA_STATUS_NULL_POINTER;
+  ta_status st = comm_valid(c, "ta_mpi_comm_stats");
+  if (st) return st;
+  if (!stats_out) return TA_STATUS_NULL_POINTER;
   pthread_mutex_lock(&E.mu);
   *stats_out = c->stats;
   pthread_mutex_unlock(&E.mu);
@@ -1091,7 +1121,8 @@ ta_status ta_mpi_comm_stats(const ta_mpi_comm *c, ta_mpi_stats *stats_out) {
 }
 
 ta_status ta_mpi_comm_trace(ta_mpi_comm *c, int enable, double *intervals, size_t cap, size_t *count_out) {
-  if (!c) return TA_STATUS_NULL_POINTER;
+  ta_status st = comm_valid(c, "ta_mpi_comm_trace");
+  if (st) return st;
   pthread_mutex_lock(&E.mu);
   c->tracing = enable;
   size_t n = c->ntrace / 2;
@@ -1152,7 +1183,8 @@ static op *op_new(enum kind k, ta_mpi_comm *c) {
 }
 
 static ta_status check_comm(const ta_mpi_comm *c, const char *who) {
-  if (!c) return fail(TA_STATUS_NULL_HANDLE, "%s: argument `comm` is NULL", who);
+  ta_status st = comm_valid(c, who);
+  if (st) return st;
   if (!E.initialised) return fail(TA_STATUS_INVALID_ARGUMENT, "%s: ta_mpi_init was not called", who);
   return TA_STATUS_OK;
 }

@@ -264,6 +264,15 @@ static void fortran_handle(void) {
   CHECK(r == g_rank && s == g_size);
   ring(f);
   OK(ta_mpi_comm_free(f));
+  /* a freed communicator is a status, not a crash */
+  CHECK(ta_mpi_comm_free(f) == TA_STATUS_DOUBLE_FREE);
+  CHECK(ta_mpi_comm_rank(f, &r) == TA_STATUS_STALE_HANDLE);
+  size_t n = 1;
+  ta_tensor *x;
+  OK(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &n, TA_ORDER_ROW_MAJOR, &x, NULL));
+  CHECK(ta_mpi_send(x, 0, 0, f, NULL, NULL, NULL) == TA_STATUS_STALE_HANDLE);
+  CHECK(strstr(ta_mpi_last_message(), "ta_mpi_send: the communicator was freed") != NULL);
+  ta_tensor_free(x);
 }
 
 static void ring(ta_mpi_comm *c) {
