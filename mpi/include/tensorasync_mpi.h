@@ -35,6 +35,10 @@
  * sends and receives follows MPI: per (source, tag), in submission order of
  * the sends on the source and of the receives here.
  *
+ * Completion callbacks and completion-queue entries of these operations (as
+ * given in `opts`) may run on the library's progress thread: they must not
+ * wait for other operations.
+ *
  * Functions return a ta_status (TA_STATUS_* from tensorasync.h); where an
  * `error` argument exists it receives a new ta_error handle from the core
  * when the core refused the submission (may be NULL; set to NULL

@@ -96,8 +96,20 @@ static void reductions(ta_mpi_comm *c) {
         OK(ta_mpi_reduce(NULL, in, op, root, c, NULL, NULL, NULL));
         read_bytes(in, got, N);
         CHECK(memcmp(got, want, N * esize(d)) == 0);
+        /* and out of place, into an unconstructed output */
+        ta_tensor *in2 = input(d, g_rank), *o2;
+        OK(ta_tensor_new(d, TA_DOMAIN_HOST, &o2, NULL));
+        OK(ta_mpi_reduce(o2, in2, op, root, c, NULL, NULL, NULL));
+        memset(got, 0, sizeof got);
+        read_bytes(o2, got, N);
+        CHECK(memcmp(got, want, N * esize(d)) == 0);
+        ta_tensor_free(in2);
+        ta_tensor_free(o2);
       } else {
         OK(ta_mpi_reduce(NULL, in, op, root, c, NULL, NULL, NULL));
+        ta_tensor *in2 = input(d, g_rank);
+        OK(ta_mpi_reduce(NULL, in2, op, root, c, NULL, NULL, NULL));
+        ta_tensor_free(in2);
         read_bytes(in, got, N); /* a read access: unchanged */
         unsigned char mine[N * 16];
         for (size_t i = 0; i < N; i++) put(d, mine, i, val_re(d, g_rank, i), val_im(g_rank, i));

@@ -97,6 +97,31 @@ static void views(ta_mpi_comm *c, int peer, int sender) {
   }
 }
 
+/* A conjugate view is sent conjugated (packed, since MPI has no conjugation). */
+static void conj_view(ta_mpi_comm *c, int peer, int sender) {
+  double z[8] = {1, 2, -3, 4, 5, -6, 0.5, 0.25}; /* 4 complex128 */
+  size_t n = 4;
+  if (sender) {
+    ta_tensor *x, *cx;
+    OK(ta_tensor_new_copy(TA_DTYPE_C128, 1, &n, NULL, TA_ORDER_ROW_MAJOR, z, &x, NULL));
+    OK(ta_tensor_conj(x, &cx, NULL));
+    OK(ta_mpi_send(cx, peer, 8, c, NULL, NULL, NULL));
+    ta_tensor_free(cx);
+    ta_tensor_free(x);
+  } else {
+    ta_tensor *y;
+    OK(ta_tensor_new_zeros(TA_DTYPE_C128, TA_DOMAIN_HOST, 1, &n, TA_ORDER_ROW_MAJOR, &y, NULL));
+    OK(ta_mpi_recv(y, peer, 8, 0, NULL, c, NULL, NULL, NULL));
+    double got[8];
+    ta_event *ev;
+    OK(ta_copy_out(y, got, 4, NULL, NULL, &ev, NULL));
+    OK(ta_event_wait(ev, TA_WAIT_FOREVER));
+    ta_event_free(ev);
+    for (int i = 0; i < 4; i++) CHECK(got[2 * i] == z[2 * i] && got[2 * i + 1] == -z[2 * i + 1]);
+    ta_tensor_free(y);
+  }
+}
+
 /* An unconstructed receiver gets its shape at submission. */
 static void unconstructed(ta_mpi_comm *c, int peer, int sender) {
   size_t e[2] = {3, 5};
@@ -296,6 +321,7 @@ int main(int argc, char **argv) {
     ordering(c, peer, sender);
     views(c, peer, sender);
     unconstructed(c, peer, sender);
+    conj_view(c, peer, sender);
     all_dtypes(c, peer, sender);
     mismatch(c, peer, sender);
     poisoned_sender(c, peer, sender);
