@@ -86,6 +86,8 @@ step "Go binding (go test, go test -race, per-op benchmark)"; scripts/test-go.sh
 step "Julia binding: ABI agreement checks (Julia itself is not run)"; scripts/test-julia-checks.sh
 step "Python package (pip install ./bindings/python, pytest, NumPy 2.0 DLPack run)"
 scripts/test-python.sh
+step "MPI operations and the distributed Cholesky (scripts/test-mpi.sh)"
+./scripts/test-mpi.sh
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   step "Rust tests under AddressSanitizer (nightly, system allocator)"
