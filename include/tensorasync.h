@@ -90,11 +90,6 @@
 #define TA_VERSION_PATCH 0
 
 /**
- * Default trace capacity, in task records.
- */
-#define DEFAULT_CAPACITY (1 << 18)
-
-/**
  * A block array: one allocation cut into blocks, each with its own epoch queue.
  */
 typedef struct ta_blocks ta_blocks;

@@ -12,6 +12,8 @@ module tensorasync_c
   integer(c_int32_t), parameter :: TA_DOMAIN_HOST = -1_c_int32_t
   integer(c_int64_t), parameter :: TA_WAIT_FOREVER = -1_c_int64_t
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
+  integer(c_int32_t), parameter :: TA_DUMP_TEXT = 0_c_int32_t
+  integer(c_int32_t), parameter :: TA_DUMP_DOT = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_WRAP_READ_ONLY = 1_c_int32_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_READ_ONLY = 1_c_int64_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_IS_COPIED = 2_c_int64_t
@@ -118,6 +120,26 @@ module tensorasync_c
     real(c_double) :: re
     real(c_double) :: im
   end type ta_scalar
+
+  type, bind(c) :: ta_trace_options
+    integer(c_int32_t) :: struct_size
+    integer(c_int32_t) :: flags
+    integer(c_int64_t) :: capacity
+  end type ta_trace_options
+
+  type, bind(c) :: ta_stats
+    integer(c_int32_t) :: struct_size
+    integer(c_int32_t) :: threads
+    integer(c_int64_t) :: tasks_submitted
+    integer(c_int64_t) :: tasks_completed
+    integer(c_int64_t) :: tasks_failed
+    integer(c_int64_t) :: tasks_cancelled
+    integer(c_int64_t) :: steals
+    integer(c_int64_t) :: queue_depth
+    integer(c_int64_t) :: pending
+    integer(c_int64_t) :: peak_pending
+    integer(c_int64_t) :: busy_ns
+  end type ta_stats
 
   type, bind(c) :: ta_wrap_options
     integer(c_int32_t) :: struct_size
@@ -679,6 +701,70 @@ module tensorasync_c
       integer(c_size_t), intent(out), optional :: len_out
       integer(c_int32_t) :: c_ta_blas_info
     end function c_ta_blas_info
+    function c_ta_runtime_trace_start(runtime, options, error) bind(c, &
+        name='ta_runtime_trace_start')
+      use, intrinsic :: iso_c_binding
+      import :: ta_trace_options
+      implicit none
+      type(c_ptr), value :: runtime
+      type(ta_trace_options), intent(in), optional :: options
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_runtime_trace_start
+    end function c_ta_runtime_trace_start
+    function c_ta_runtime_trace_stop(runtime, path, error) bind(c, name='ta_runtime_trace_stop')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      type(c_ptr), value :: path
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_runtime_trace_stop
+    end function c_ta_runtime_trace_stop
+    function c_ta_runtime_track(runtime, enable) bind(c, name='ta_runtime_track')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int32_t), value :: enable
+      integer(c_int32_t) :: c_ta_runtime_track
+    end function c_ta_runtime_track
+    function c_ta_runtime_dump(runtime, format, fd, error) bind(c, name='ta_runtime_dump')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int32_t), value :: format
+      integer(c_int32_t), value :: fd
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_runtime_dump
+    end function c_ta_runtime_dump
+    function c_ta_runtime_dump_string(runtime, format, buf, cap, len_out, error) bind(c, &
+        name='ta_runtime_dump_string')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int32_t), value :: format
+      type(c_ptr), value :: buf
+      integer(c_size_t), value :: cap
+      integer(c_size_t), intent(out), optional :: len_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_runtime_dump_string
+    end function c_ta_runtime_dump_string
+    function c_ta_runtime_stats(runtime, stats_out) bind(c, name='ta_runtime_stats')
+      use, intrinsic :: iso_c_binding
+      import :: ta_stats
+      implicit none
+      type(c_ptr), value :: runtime
+      type(ta_stats), intent(out), optional :: stats_out
+      integer(c_int32_t) :: c_ta_runtime_stats
+    end function c_ta_runtime_stats
+    function c_ta_runtime_worker_busy_ns(runtime, busy_out, cap, count_out) bind(c, &
+        name='ta_runtime_worker_busy_ns')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int64_t), intent(inout), optional :: busy_out(*)
+      integer(c_size_t), value :: cap
+      integer(c_size_t), intent(out), optional :: count_out
+      integer(c_int32_t) :: c_ta_runtime_worker_busy_ns
+    end function c_ta_runtime_worker_busy_ns
     function c_ta_fill(tensor, value, opts, event_out, error) bind(c, name='ta_fill')
       use, intrinsic :: iso_c_binding
       import :: ta_scalar, ta_submit
@@ -701,6 +787,50 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_scale
     end function c_ta_scale
+    function c_ta_fill_i64(tensor, value, opts, event_out, error) bind(c, name='ta_fill_i64')
+      use, intrinsic :: iso_c_binding
+      import :: ta_submit
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int64_t), value :: value
+      type(ta_submit), intent(in), optional :: opts
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_fill_i64
+    end function c_ta_fill_i64
+    function c_ta_fill_u64(tensor, value, opts, event_out, error) bind(c, name='ta_fill_u64')
+      use, intrinsic :: iso_c_binding
+      import :: ta_submit
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int64_t), value :: value
+      type(ta_submit), intent(in), optional :: opts
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_fill_u64
+    end function c_ta_fill_u64
+    function c_ta_scale_i64(x, alpha, opts, event_out, error) bind(c, name='ta_scale_i64')
+      use, intrinsic :: iso_c_binding
+      import :: ta_submit
+      implicit none
+      type(c_ptr), value :: x
+      integer(c_int64_t), value :: alpha
+      type(ta_submit), intent(in), optional :: opts
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_scale_i64
+    end function c_ta_scale_i64
+    function c_ta_scale_u64(x, alpha, opts, event_out, error) bind(c, name='ta_scale_u64')
+      use, intrinsic :: iso_c_binding
+      import :: ta_submit
+      implicit none
+      type(c_ptr), value :: x
+      integer(c_int64_t), value :: alpha
+      type(ta_submit), intent(in), optional :: opts
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_scale_u64
+    end function c_ta_scale_u64
     function c_ta_axpy(y, alpha, x, opts, event_out, error) bind(c, name='ta_axpy')
       use, intrinsic :: iso_c_binding
       import :: ta_scalar, ta_submit
@@ -1073,7 +1203,7 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_wait
     end function c_ta_tensor_wait
-    function c_ta_tensor_slice(tensor, slices, nslices, view_out_, error) bind(c, &
+    function c_ta_tensor_slice(tensor, slices, nslices, view_out, error) bind(c, &
         name='ta_tensor_slice')
       use, intrinsic :: iso_c_binding
       import :: ta_slice
@@ -1081,38 +1211,38 @@ module tensorasync_c
       type(c_ptr), value :: tensor
       type(ta_slice), intent(in), optional :: slices(*)
       integer(c_size_t), value :: nslices
-      type(c_ptr), optional :: view_out_
+      type(c_ptr), optional :: view_out
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_slice
     end function c_ta_tensor_slice
-    function c_ta_tensor_permute(tensor, perm, rank, view_out_, error) bind(c, &
+    function c_ta_tensor_permute(tensor, perm, rank, view_out, error) bind(c, &
         name='ta_tensor_permute')
       use, intrinsic :: iso_c_binding
       implicit none
       type(c_ptr), value :: tensor
       integer(c_size_t), intent(in), optional :: perm(*)
       integer(c_size_t), value :: rank
-      type(c_ptr), optional :: view_out_
+      type(c_ptr), optional :: view_out
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_permute
     end function c_ta_tensor_permute
-    function c_ta_tensor_transpose(tensor, view_out_, error) bind(c, name='ta_tensor_transpose')
+    function c_ta_tensor_transpose(tensor, view_out, error) bind(c, name='ta_tensor_transpose')
       use, intrinsic :: iso_c_binding
       implicit none
       type(c_ptr), value :: tensor
-      type(c_ptr), optional :: view_out_
+      type(c_ptr), optional :: view_out
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_transpose
     end function c_ta_tensor_transpose
-    function c_ta_tensor_conj(tensor, view_out_, error) bind(c, name='ta_tensor_conj')
+    function c_ta_tensor_conj(tensor, view_out, error) bind(c, name='ta_tensor_conj')
       use, intrinsic :: iso_c_binding
       implicit none
       type(c_ptr), value :: tensor
-      type(c_ptr), optional :: view_out_
+      type(c_ptr), optional :: view_out
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_conj
     end function c_ta_tensor_conj
-    function c_ta_tensor_reshape(tensor, rank, extents, order, view_out_, error) bind(c, &
+    function c_ta_tensor_reshape(tensor, rank, extents, order, view_out, error) bind(c, &
         name='ta_tensor_reshape')
       use, intrinsic :: iso_c_binding
       implicit none
@@ -1120,7 +1250,7 @@ module tensorasync_c
       integer(c_size_t), value :: rank
       integer(c_size_t), intent(in), optional :: extents(*)
       integer(c_int32_t), value :: order
-      type(c_ptr), optional :: view_out_
+      type(c_ptr), optional :: view_out
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_reshape
     end function c_ta_tensor_reshape

@@ -395,6 +395,10 @@ const (
 	waitForever = C.TA_WAIT_FOREVER
 	// `ta_submit.flags`: inputs that live in another domain than the output are copied there first (by ordinary scheduled copies into temporaries), instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
 	SubmitTransfer = C.TA_SUBMIT_TRANSFER
+	// Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
+	DumpText = C.TA_DUMP_TEXT
+	// Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished operation, one edge per wait (labelled with the tensor).
+	DumpDot = C.TA_DUMP_DOT
 	// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 	wrapReadOnly = C.TA_WRAP_READ_ONLY
 	// `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.

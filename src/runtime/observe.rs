@@ -34,7 +34,7 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 static OBSERVERS: Mutex<Vec<Arc<Observer>>> = Mutex::new(Vec::new());
 
 /// Default trace capacity, in task records.
-pub const DEFAULT_CAPACITY: usize = 1 << 18;
+pub(crate) const DEFAULT_CAPACITY: usize = 1 << 18;
 
 /// Whether any runtime is observed (a relaxed load: a submission racing
 /// with the start of observation may go unobserved).

@@ -13,6 +13,10 @@ CDEF = r'''
 
 #define TA_SUBMIT_TRANSFER 1
 
+#define TA_DUMP_TEXT 0
+
+#define TA_DUMP_DOT 1
+
 #define TA_WRAP_READ_ONLY 1
 
 #define TA_DL_FLAG_READ_ONLY 1
@@ -121,6 +125,40 @@ typedef uint32_t ta_uplo;
 typedef uint32_t ta_side;
 
 typedef uint32_t ta_diag;
+
+typedef struct ta_trace_options {
+
+  uint32_t struct_size;
+
+  uint32_t flags;
+
+  uint64_t capacity;
+} ta_trace_options;
+
+typedef struct ta_stats {
+
+  uint32_t struct_size;
+
+  uint32_t threads;
+
+  uint64_t tasks_submitted;
+
+  uint64_t tasks_completed;
+
+  uint64_t tasks_failed;
+
+  uint64_t tasks_cancelled;
+
+  uint64_t steals;
+
+  uint64_t queue_depth;
+
+  uint64_t pending;
+
+  uint64_t peak_pending;
+
+  uint64_t busy_ns;
+} ta_stats;
 
 typedef void (*ta_release_fn)(void *userdata, void *data);
 
@@ -554,6 +592,35 @@ ta_status ta_syrk(const struct ta_tensor *c,
 
 ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
 
+ta_status ta_runtime_trace_start(const struct ta_runtime *runtime,
+                                 const struct ta_trace_options *options,
+                                 struct ta_error **error);
+
+ta_status ta_runtime_trace_stop(const struct ta_runtime *runtime,
+                                const char *path,
+                                struct ta_error **error);
+
+ta_status ta_runtime_track(const struct ta_runtime *runtime, int32_t enable);
+
+ta_status ta_runtime_dump(const struct ta_runtime *runtime,
+                          uint32_t format,
+                          int32_t fd,
+                          struct ta_error **error);
+
+ta_status ta_runtime_dump_string(const struct ta_runtime *runtime,
+                                 uint32_t format,
+                                 char *buf,
+                                 size_t cap,
+                                 size_t *len_out,
+                                 struct ta_error **error);
+
+ta_status ta_runtime_stats(const struct ta_runtime *runtime, struct ta_stats *stats_out);
+
+ta_status ta_runtime_worker_busy_ns(const struct ta_runtime *runtime,
+                                    uint64_t *busy_out,
+                                    size_t cap,
+                                    size_t *count_out);
+
 ta_status ta_fill(const struct ta_tensor *tensor,
                   struct ta_scalar value,
                   const struct ta_submit *opts,
@@ -771,28 +838,28 @@ ta_status ta_tensor_wait(const struct ta_tensor *tensor,
 ta_status ta_tensor_slice(const struct ta_tensor *tensor,
                           const struct ta_slice *slices,
                           size_t nslices,
-                          struct ta_tensor **view_out_,
+                          struct ta_tensor **view_out,
                           struct ta_error **error);
 
 ta_status ta_tensor_permute(const struct ta_tensor *tensor,
                             const size_t *perm,
                             size_t rank,
-                            struct ta_tensor **view_out_,
+                            struct ta_tensor **view_out,
                             struct ta_error **error);
 
 ta_status ta_tensor_transpose(const struct ta_tensor *tensor,
-                              struct ta_tensor **view_out_,
+                              struct ta_tensor **view_out,
                               struct ta_error **error);
 
 ta_status ta_tensor_conj(const struct ta_tensor *tensor,
-                         struct ta_tensor **view_out_,
+                         struct ta_tensor **view_out,
                          struct ta_error **error);
 
 ta_status ta_tensor_reshape(const struct ta_tensor *tensor,
                             size_t rank,
                             const size_t *extents,
                             ta_order order,
-                            struct ta_tensor **view_out_,
+                            struct ta_tensor **view_out,
                             struct ta_error **error);
 
 ta_status ta_tensor_clone(const struct ta_tensor *tensor,

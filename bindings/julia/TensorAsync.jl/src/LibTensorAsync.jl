@@ -58,7 +58,9 @@ const ta_order = UInt32
 # zero-timeout `ta_tensor_wait` on a tensor whose last operation it was returns that status). It
 # may submit operations, poll, wait and free handles (the event it was called for included); a
 # blocking wait there occupies the worker (it helps run other work meanwhile), so keep callbacks
-# short.
+# short. Since the event is complete before the callbacks run, `ta_event_wait` may return while
+# they are still running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after
+# every callback of the runtime's operations has returned.
 const ta_callback = Ptr{Cvoid}
 
 # One entry taken from a completion queue. `error` is NULL on success; otherwise it is a new
@@ -126,6 +128,35 @@ const ta_side = UInt32
 
 # Whether a triangular matrix has a unit diagonal.
 const ta_diag = UInt32
+
+# Options of `ta_runtime_trace_start`. Zero-initialise it and set `struct_size` to
+# `sizeof(ta_trace_options)`: later versions of the library may add fields at the end, read only
+# when `struct_size` covers them.
+struct ta_trace_options
+    struct_size::UInt32
+    flags::UInt32
+    capacity::UInt64
+end
+
+# Counters of a runtime, filled by `ta_runtime_stats`. Set `struct_size` to `sizeof(ta_stats)`
+# before the call: later versions of the library may add fields at the end, written only when
+# `struct_size` covers them. Operations are the submissions that were accepted (a submission
+# that fails with an error status is not counted): library operations, kernels, external
+# operations and host accesses (`ta_tensor_acquire`); waits, readiness events and the library's
+# own bookkeeping are not operations. All counts are since the runtime was created.
+struct ta_stats
+    struct_size::UInt32
+    threads::UInt32
+    tasks_submitted::UInt64
+    tasks_completed::UInt64
+    tasks_failed::UInt64
+    tasks_cancelled::UInt64
+    steals::UInt64
+    queue_depth::UInt64
+    pending::UInt64
+    peak_pending::UInt64
+    busy_ns::UInt64
+end
 
 # Called exactly once, after the last access, to give wrapped memory back, on the thread that
 # lets the memory go (a worker, or the thread that frees the last handle), never while the
@@ -218,6 +249,11 @@ const TA_WAIT_FOREVER = -1
 # (by ordinary scheduled copies into temporaries), instead of failing with
 # `TA_STATUS_DOMAIN_MISMATCH`.
 const TA_SUBMIT_TRANSFER = 1
+# Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
+const TA_DUMP_TEXT = 0
+# Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished
+# operation, one edge per wait (labelled with the tensor).
+const TA_DUMP_DOT = 1
 # `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 const TA_WRAP_READ_ONLY = 1
 # `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
@@ -397,15 +433,17 @@ function ta_blocks_tile(blocks, rank, tile_index, block_out, error)
     @ccall libtensorasync.ta_blocks_tile(blocks::Ptr{ta_blocks}, rank::Csize_t, tile_index::Ptr{Csize_t}, block_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# One view over the tiles `lo[k]..hi[k]` on each axis of a tiled array: a strided sub-array that
-# enrolls in every covered tile's queue as one composite hazard set (its reads wait for each
-# tile's writers; its writes are exclusive over all of them).
+# One view over the tiles `lo[k]` up to but not including `hi[k]` on each axis of a tiled array
+# (`hi` is exclusive, unlike the inclusive `last` of `ta_blocks_coalesce_range`): a strided
+# sub-array that enrolls in every covered tile's queue as one composite hazard set (its reads
+# wait for each tile's writers; its writes are exclusive over all of them).
 function ta_blocks_coalesce(blocks, rank, lo, hi, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce(blocks::Ptr{ta_blocks}, rank::Csize_t, lo::Ptr{Csize_t}, hi::Ptr{Csize_t}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# One view over list blocks `first..=last`, which must be adjacent and stack into one dense
-# array (equal extents but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise.
+# One view over list blocks `first` to `last`, both included (`last` is inclusive, unlike `hi`
+# of `ta_blocks_coalesce`), which must be adjacent and stack into one dense array (equal extents
+# but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise.
 function ta_blocks_coalesce_range(blocks, first, last, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce_range(blocks::Ptr{ta_blocks}, first::Csize_t, last::Csize_t, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -460,13 +498,16 @@ function ta_error_code(error, code_out)
 end
 
 # Copy the error's message into `buf` (`cap` bytes, NUL-terminated, truncated if needed; `buf`
-# may be NULL when `cap` is 0) and store its full length, without the NUL, in `*len_out` (may be
-# NULL).
+# may be NULL only when `cap` is 0, otherwise `TA_STATUS_NULL_POINTER`) and store its full
+# length, without the NUL, in `*len_out` (may be NULL). Call it with `cap` 0 first to learn the
+# length.
 function ta_error_message(error, buf, cap, len_out)
     @ccall libtensorasync.ta_error_message(error::Ptr{ta_error}, buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
 
-# Copy the name of the operation where the error started, as `ta_error_message` does.
+# Copy the name of the operation where the error started, as `ta_error_message` does: the C
+# function that was called (for example `"ta_tensor_slice"`, `"ta_fill"`), or for a user kernel
+# the name given to `ta_kernel_submit`.
 function ta_error_origin(error, buf, cap, len_out)
     @ccall libtensorasync.ta_error_origin(error::Ptr{ta_error}, buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
@@ -561,8 +602,9 @@ function ta_cq_free(cq)
 end
 
 # Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the accesses are
-# granted, with one resolved view per entry of `accesses`, in order. `name` (may be NULL) names
-# the operation in error objects; it is not copied, so it must stay valid until the operation
+# granted, with one resolved view per entry of `accesses`, in order (any number of them;
+# disjoint views of one tensor may be declared together). `name` (may be NULL) names the
+# operation in error objects; it is not copied, so it must stay valid until the operation
 # completes (a string literal always does). A return value other than `TA_STATUS_OK` fails the
 # operation and poisons every operand the kernel writes (`TA_MODE_WRITE` or `TA_MODE_UPDATE`);
 # the message is the one set with `ta_kernel_set_error`, if any. Declaring the same tensor as
@@ -592,7 +634,10 @@ end
 # `C = alpha·A·B + beta·C` for f32, f64, complex64 and complex128. `C` must exist with the
 # product's shape (`TA_STATUS_SHAPE_MISMATCH`, known at submission). Transposed and conj views
 # of `A` and `B` are used without copies. `alpha`/`beta` are immediate; see `ta_gemm_t` for 0-d
-# tensors.
+# tensors. With `beta` 0, `C`'s old values are not read (NaN in `C` does not propagate), but `C`
+# must still exist with the right shape. The linear algebra operations (gemm family, contract,
+# permute, conj, sum, dot, norm2, potrf, trsm, syrk) take float and complex dtypes only
+# (`TA_STATUS_UNSUPPORTED` for integer ones).
 function ta_gemm(c, alpha, a, b, beta, opts, event_out, error)
     @ccall libtensorasync.ta_gemm(c::Ptr{ta_tensor}, alpha::ta_scalar, a::Ptr{ta_tensor}, b::Ptr{ta_tensor}, beta::ta_scalar, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -604,8 +649,9 @@ function ta_gemm_t(c, alpha, a, b, beta, opts, event_out, error)
 end
 
 # `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense row-major, the
-# product's shape), a whole `C` of another shape gets new storage (refused while it has views),
-# and a `C` of the right shape is written in place.
+# product's shape), a whole `C` of another shape gets new storage (refused while it has views,
+# and for a `C` that wraps caller memory: `TA_STATUS_SHAPE_MISMATCH`), and a `C` of the right
+# shape is written in place.
 function ta_assign_product(c, alpha, a, b, opts, event_out, error)
     @ccall libtensorasync.ta_assign_product(c::Ptr{ta_tensor}, alpha::ta_scalar, a::Ptr{ta_tensor}, b::Ptr{ta_tensor}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -634,19 +680,24 @@ function ta_contract(c, alpha, a, b, naxes, a_axes, b_axes, beta, opts, event_ou
 end
 
 # `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of `src`), materialised;
-# an unconstructed `dst` is constructed. (For a view without copying, see `ta_tensor_permute`.)
+# an unconstructed `dst` is constructed, a `dst` the library owns of another shape gets new
+# storage, and a `dst` that wraps caller memory (or is a view) must have the result's shape
+# (`TA_STATUS_SHAPE_MISMATCH`). (For a view without copying, see `ta_tensor_permute`.)
 function ta_permute(dst, src, rank, perm, opts, event_out, error)
     @ccall libtensorasync.ta_permute(dst::Ptr{ta_tensor}, src::Ptr{ta_tensor}, rank::Csize_t, perm::Ptr{Csize_t}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# `dst = conj(src)`, materialised (a copy for real dtypes); an unconstructed `dst` is
-# constructed. (For a lazy view, see `ta_tensor_conj`.)
+# `dst = conj(src)`, materialised (a copy for real dtypes); `dst` is constructed or reshaped as
+# `ta_permute` says. (For a lazy view, see `ta_tensor_conj`.)
 function ta_conj(dst, src, opts, event_out, error)
     @ccall libtensorasync.ta_conj(dst::Ptr{ta_tensor}, src::Ptr{ta_tensor}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # The sum of `x` over `axes` (`naxes` of them) into `out`, a tensor of the remaining axes;
-# `axes` NULL sums every element into a 0-d `out`. An unconstructed `out` is constructed.
+# `axes` NULL sums every element into a 0-d `out`. An unconstructed `out` is constructed; an
+# owned `out` of another shape gets new storage. An `out` that wraps caller memory keeps it: a
+# 0-d result is written into a one-element `out` of any rank, any other shape change is
+# `TA_STATUS_SHAPE_MISMATCH`. `ta_dot` and `ta_norm2` treat their `out` the same way.
 function ta_sum(out, x, naxes, axes, opts, event_out, error)
     @ccall libtensorasync.ta_sum(out::Ptr{ta_tensor}, x::Ptr{ta_tensor}, naxes::Csize_t, axes::Ptr{Csize_t}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -664,15 +715,16 @@ function ta_norm2(out, x, opts, event_out, error)
 end
 
 # In-place Cholesky factorisation of a square matrix: with `TA_UPLO_LOWER`, `A = L·L^H` and `L`
-# overwrites the lower triangle (the strict upper triangle is untouched). A matrix that is not
-# positive definite fails the operation and poisons `A`.
+# overwrites the lower triangle (the strict upper triangle is neither read nor written). A
+# matrix that is not positive definite fails the operation with `TA_STATUS_INVALID_ARGUMENT`
+# ("the leading minor of order k is not positive definite") and poisons `A`.
 function ta_potrf(a, uplo, opts, event_out, error)
     @ccall libtensorasync.ta_potrf(a::Ptr{ta_tensor}, uplo::ta_uplo, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Triangular solve: `A·X = alpha·B` (`TA_SIDE_LEFT`) or `X·A = alpha·B` (`TA_SIDE_RIGHT`), `X`
 # overwriting `B`. `uplo` and `diag` describe `A` as given: a transposed view of a lower `L` is
-# `TA_UPLO_UPPER`.
+# `TA_UPLO_UPPER`. Only the named triangle of `A` is read.
 function ta_trsm(b, side, uplo, diag, alpha, a, opts, event_out, error)
     @ccall libtensorasync.ta_trsm(b::Ptr{ta_tensor}, side::ta_side, uplo::ta_uplo, diag::ta_diag, alpha::ta_scalar, a::Ptr{ta_tensor}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -690,15 +742,117 @@ function ta_blas_info(buf, cap, len_out)
     @ccall libtensorasync.ta_blas_info(buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
 
-# Set every element of `tensor` to `value` (an overwrite: a poisoned tensor becomes clean).
-# `opts` may be NULL; `event_out` (may be NULL) receives an event for the operation.
+# Start recording a trace of everything the runtime runs from now on: for each operation its
+# worker, start and end, submission time, the time it became ready (when the last operation it
+# waited for released it), its name, the tensors it accesses and how, the operations it waited
+# for, and its outcome; device work as slices on a track per device stream. `options` may be
+# NULL (defaults). A recording in progress is discarded and restarted. Operations submitted
+# before the start are not recorded. `ta_runtime_trace_stop` writes the trace. For unmodified
+# programs, the environment variable `TA_TRACE=path` records every runtime from its creation
+# (`TA_TRACE_CAPACITY` sets the capacity): the first runtime's trace is written to `path` when
+# it is shut down or freed (the default runtime's at process exit), later runtimes' to `path`
+# with `.rt<id>` inserted before the extension.
+function ta_runtime_trace_start(runtime, options, error)
+    @ccall libtensorasync.ta_runtime_trace_start(runtime::Ptr{ta_runtime}, options::Ptr{ta_trace_options}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Stop recording and write the trace to the file at `path` (created or replaced) as Chrome
+# trace-event JSON, which chrome://tracing and the Perfetto UI (ui.perfetto.dev) open;
+# `scripts/trace_gantt.py` draws it as a PNG. `path` NULL discards the trace. Operations still
+# running are not in it. Fails with TA_STATUS_INVALID_ARGUMENT if the runtime is not recording
+# (or its recording was already written by `TA_TRACE`), and with TA_STATUS_INTERNAL (message:
+# the system's reason) if the file cannot be written.
+function ta_runtime_trace_stop(runtime, path, error)
+    @ccall libtensorasync.ta_runtime_trace_stop(runtime::Ptr{ta_runtime}, path::Ptr{Cchar}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Turn tracking of pending work on (`enable` != 0) or off. While it is on, every operation
+# submitted is registered until it completes, so that `ta_runtime_dump` can list it; this costs
+# a few hundred nanoseconds per operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on.
+# Operations submitted while it was off are not listed.
+function ta_runtime_track(runtime, enable)
+    @ccall libtensorasync.ta_runtime_track(runtime::Ptr{ta_runtime}, enable::Int32)::ta_status
+end
+
+# Write a report of the runtime's unfinished operations to the file descriptor `fd` (e.g. 2 for
+# stderr). TA_DUMP_TEXT gives, per operation: its number and name; whether it is RUNNING (and
+# for how long), READY (queued for a worker) or WAITING (and for how long since submission); the
+# tensors it accesses and how; each earlier unfinished operation it waits for and on which
+# tensor; and the operations that wait for it. TA_DUMP_DOT gives the same graph in Graphviz DOT.
+# Only operations submitted while tracking was on are listed (see `ta_runtime_track`); otherwise
+# the report gives their number only. Never blocks on running operations. TA_STATUS_INTERNAL if
+# the descriptor cannot be written. For unmodified programs, `TA_DUMP_SIGNAL=USR2` (or USR1,
+# HUP, QUIT, WINCH, URG, or a number) tracks every runtime from its creation and prints this
+# report for each to stderr whenever the process receives that signal (the report is made by a
+# thread of the library, not in the signal handler).
+function ta_runtime_dump(runtime, format, fd, error)
+    @ccall libtensorasync.ta_runtime_dump(runtime::Ptr{ta_runtime}, format::UInt32, fd::Int32, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The report of `ta_runtime_dump` as a NUL-terminated string in `buf` (`cap` bytes). `*len_out`
+# receives the report's full length (without the NUL). If `cap` is not larger than that, the
+# report is cut to `cap - 1` bytes (still NUL-terminated; nothing is written if `cap` is 0) and
+# the status is TA_STATUS_BUFFER_TOO_SMALL: call again with a larger buffer (the report may have
+# grown meanwhile). `buf` may be NULL when `cap` is 0.
+function ta_runtime_dump_string(runtime, format, buf, cap, len_out, error)
+    @ccall libtensorasync.ta_runtime_dump_string(runtime::Ptr{ta_runtime}, format::UInt32, buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Fill `*stats_out` with the runtime's counters (see `ta_stats` for each field).
+# `stats_out->struct_size` must be set to `sizeof(ta_stats)` (at least the first version's size:
+# otherwise TA_STATUS_INVALID_ARGUMENT); it is left as it is. Reading the counters does not stop
+# or slow the runtime.
+function ta_runtime_stats(runtime, stats_out)
+    @ccall libtensorasync.ta_runtime_stats(runtime::Ptr{ta_runtime}, stats_out::Ptr{ta_stats})::ta_status
+end
+
+# The busy time of each worker, in nanoseconds (see `ta_stats.busy_ns`): `busy_out[k]` for
+# worker k (`ta-rt<id>-w<k>`), for k below the smaller of `cap` and the number of workers;
+# `*count_out` receives the number of workers. `busy_out` may be NULL when `cap` is 0 (to ask
+# for the count).
+function ta_runtime_worker_busy_ns(runtime, busy_out, cap, count_out)
+    @ccall libtensorasync.ta_runtime_worker_busy_ns(runtime::Ptr{ta_runtime}, busy_out::Ptr{UInt64}, cap::Csize_t, count_out::Ptr{Csize_t})::ta_status
+end
+
+# Set every element of `tensor` to `value` (an overwrite: the elements it writes become clean).
+# `value` must be representable in the dtype: real dtypes need `im == 0`, integer dtypes an
+# integral `re` the dtype holds (every such double is exact; for 64-bit values no double names
+# use `ta_fill_i64`/`ta_fill_u64`), otherwise `TA_STATUS_INVALID_ARGUMENT`. `opts` may be NULL;
+# `event_out` (may be NULL) receives an event for the operation. A submission that returns an
+# error fires no callback, queues no completion entry and returns no event (this holds for every
+# operation).
 function ta_fill(tensor, value, opts, event_out, error)
     @ccall libtensorasync.ta_fill(tensor::Ptr{ta_tensor}, value::ta_scalar, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# `x = alpha * x` (an update: a poisoned `x` fails the operation).
+# `x = alpha * x` (an update: a poisoned `x` fails the operation). `alpha` is checked as
+# `ta_fill` checks its value. Integer arithmetic wraps (two's complement), in this and every
+# other operation.
 function ta_scale(x, alpha, opts, event_out, error)
     @ccall libtensorasync.ta_scale(x::Ptr{ta_tensor}, alpha::ta_scalar, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# `ta_fill` with an exact 64-bit signed integer (a double cannot name every one): an integer
+# tensor takes `value` exactly if its dtype holds it (otherwise `TA_STATUS_INVALID_ARGUMENT`); a
+# floating-point or complex tensor takes the nearest value of its dtype.
+function ta_fill_i64(tensor, value, opts, event_out, error)
+    @ccall libtensorasync.ta_fill_i64(tensor::Ptr{ta_tensor}, value::Int64, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# `ta_fill` with an exact 64-bit unsigned integer, as `ta_fill_i64`.
+function ta_fill_u64(tensor, value, opts, event_out, error)
+    @ccall libtensorasync.ta_fill_u64(tensor::Ptr{ta_tensor}, value::UInt64, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# `ta_scale` with an exact 64-bit signed integer `alpha`, checked as `ta_fill_i64` checks its
+# value (integer products wrap).
+function ta_scale_i64(x, alpha, opts, event_out, error)
+    @ccall libtensorasync.ta_scale_i64(x::Ptr{ta_tensor}, alpha::Int64, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# `ta_scale` with an exact 64-bit unsigned integer `alpha`, as `ta_scale_i64`.
+function ta_scale_u64(x, alpha, opts, event_out, error)
+    @ccall libtensorasync.ta_scale_u64(x::Ptr{ta_tensor}, alpha::UInt64, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be different values
@@ -708,7 +862,9 @@ function ta_axpy(y, alpha, x, opts, event_out, error)
 end
 
 # `dst = src` element by element, for any strides of either. Constructs an unconstructed `dst`
-# (dense row-major) and clears a poison on `dst`.
+# (dense row-major); a constructed `dst` must have `src`'s extents (`TA_STATUS_SHAPE_MISMATCH`).
+# Cleans the poison of what it writes. Moves data across domains (host and CUDA devices, either
+# way) without `TA_SUBMIT_TRANSFER`.
 function ta_copy(dst, src, opts, event_out, error)
     @ccall libtensorasync.ta_copy(dst::Ptr{ta_tensor}, src::Ptr{ta_tensor}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -908,14 +1064,16 @@ end
 # notifications; every callback fires exactly once. Later submissions fail with
 # `TA_STATUS_SHUTDOWN`, except, while draining, those made by the runtime's own running kernels
 # and callbacks (follow-up work of the work being drained). Fails with
-# `TA_STATUS_WOULD_DEADLOCK` when called from one of the runtime's own workers.
+# `TA_STATUS_WOULD_DEADLOCK` when called from one of the runtime's own workers. Shutting down a
+# runtime that is already shut down returns `TA_STATUS_OK` at once.
 function ta_runtime_shutdown(runtime, mode, error)
     @ccall libtensorasync.ta_runtime_shutdown(runtime::Ptr{ta_runtime}, mode::ta_shutdown, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Drain and stop a runtime made by `ta_runtime_new`, then free its handle (blocks until
 # submitted work is done). For a handle from `ta_runtime_default`, only the handle is freed.
-# NULL is a no-op.
+# NULL is a no-op. Called from one of the runtime's own workers (a kernel or callback), it frees
+# nothing and returns `TA_STATUS_WOULD_DEADLOCK`.
 function ta_runtime_free(runtime)
     @ccall libtensorasync.ta_runtime_free(runtime::Ptr{ta_runtime})::ta_status
 end
@@ -1022,34 +1180,41 @@ end
 # A view of some elements of `tensor`: `nslices` (= its rank) axis specs. The view shares the
 # tensor's epoch queue, keeps its storage alive after every other handle is freed, and writes
 # through it update the tensor. Operations on disjoint slices of one tensor run concurrently.
-# `TA_STATUS_OUT_OF_RANGE` for indices outside the axis.
-function ta_tensor_slice(tensor, slices, nslices, view_out_, error)
-    @ccall libtensorasync.ta_tensor_slice(tensor::Ptr{ta_tensor}, slices::Ptr{ta_slice}, nslices::Csize_t, view_out_::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+# Each `ta_slice` selects `start, start + step, ...` before `stop` (exclusive; with a negative
+# step `start` is the highest index and `stop` the one below the last, -1 to run through index
+# 0). Indices do not wrap around: a negative `start` is `TA_STATUS_OUT_OF_RANGE`, as is any
+# index outside the axis; `step` 0 is `TA_STATUS_INVALID_ARGUMENT`. `drop` != 0 removes the axis
+# and needs exactly one index, `{i, i + 1, 1, 1}` (`TA_STATUS_INVALID_ARGUMENT` otherwise). A
+# slice with a zero extent is a valid, empty view. Poison is tracked per element: a failed write
+# through a view poisons only the elements it wrote, and a later overwrite cleans exactly what
+# it writes.
+function ta_tensor_slice(tensor, slices, nslices, view_out, error)
+    @ccall libtensorasync.ta_tensor_slice(tensor::Ptr{ta_tensor}, slices::Ptr{ta_slice}, nslices::Csize_t, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # A view with axes reordered: axis `j` of the view is axis `perm[j]` of `tensor`. `rank` must
 # equal the tensor's rank.
-function ta_tensor_permute(tensor, perm, rank, view_out_, error)
-    @ccall libtensorasync.ta_tensor_permute(tensor::Ptr{ta_tensor}, perm::Ptr{Csize_t}, rank::Csize_t, view_out_::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+function ta_tensor_permute(tensor, perm, rank, view_out, error)
+    @ccall libtensorasync.ta_tensor_permute(tensor::Ptr{ta_tensor}, perm::Ptr{Csize_t}, rank::Csize_t, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # A view with the axes in reverse order (the transpose of a matrix).
-function ta_tensor_transpose(tensor, view_out_, error)
-    @ccall libtensorasync.ta_tensor_transpose(tensor::Ptr{ta_tensor}, view_out_::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+function ta_tensor_transpose(tensor, view_out, error)
+    @ccall libtensorasync.ta_tensor_transpose(tensor::Ptr{ta_tensor}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # A read-only conjugate view: lazy for complex dtypes (kernels see the conj flag in
 # `ta_view.conj`, and library operations honour it), the identity for real dtypes. Using it as
 # an output fails with `TA_STATUS_READ_ONLY`.
-function ta_tensor_conj(tensor, view_out_, error)
-    @ccall libtensorasync.ta_tensor_conj(tensor::Ptr{ta_tensor}, view_out_::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+function ta_tensor_conj(tensor, view_out, error)
+    @ccall libtensorasync.ta_tensor_conj(tensor::Ptr{ta_tensor}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # A view with new extents over the same elements, read in `order`. The elements must be dense in
 # that order (`TA_STATUS_NOT_CONTIGUOUS`) and the element counts equal
 # (`TA_STATUS_SHAPE_MISMATCH`).
-function ta_tensor_reshape(tensor, rank, extents, order, view_out_, error)
-    @ccall libtensorasync.ta_tensor_reshape(tensor::Ptr{ta_tensor}, rank::Csize_t, extents::Ptr{Csize_t}, order::ta_order, view_out_::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+function ta_tensor_reshape(tensor, rank, extents, order, view_out, error)
+    @ccall libtensorasync.ta_tensor_reshape(tensor::Ptr{ta_tensor}, rank::Csize_t, extents::Ptr{Csize_t}, order::ta_order, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # A copy of `tensor`. For a view, a new handle to the same view (a structural copy). For a whole
@@ -1060,7 +1225,8 @@ function ta_tensor_clone(tensor, opts, copy_out, event_out, error)
     @ccall libtensorasync.ta_tensor_clone(tensor::Ptr{ta_tensor}, opts::Ptr{ta_submit}, copy_out::Ptr{Ptr{ta_tensor}}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# Whether `tensor` is a view of another tensor (stores 1 or 0).
+# Whether `tensor` is a view of another tensor (stores 1 or 0). A block of a block array
+# (`ta_blocks_block`, `ta_blocks_tile`) is a tensor of its own and reports 0.
 function ta_tensor_is_view(tensor, is_view_out)
     @ccall libtensorasync.ta_tensor_is_view(tensor::Ptr{ta_tensor}, is_view_out::Ptr{Int32})::ta_status
 end
