@@ -15,7 +15,7 @@ def test_submission_error_raises_at_the_call_with_every_attribute():
     e = ei.value
     assert isinstance(e, ta.Error) and isinstance(e, ValueError)
     assert e.status == "TA_STATUS_SHAPE_MISMATCH" and e.status_code == 22 and e.code == 22
-    assert "3" in e.message and e.origin in ("gemm", "ta_gemm")
+    assert "3" in e.message and e.origin == "ta_gemm"
     assert str(e).startswith("TA_STATUS_SHAPE_MISMATCH: ")
 
 
@@ -89,7 +89,7 @@ def test_potrf_of_an_indefinite_matrix_fails_asynchronously():
     ev = ta.potrf(a)
     with pytest.raises(ta.Error) as ei:
         ev.wait()
-    assert ei.value.origin in ("potrf", "ta_potrf") and ei.value.message
+    assert ei.value.origin == "ta_potrf" and ei.value.message
     with pytest.raises(type(ei.value)):
         np.asarray(a)
 

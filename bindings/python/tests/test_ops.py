@@ -88,7 +88,7 @@ def test_tensordot_matches_numpy():
 def test_sum_of_integers_is_refused_at_submission():
     with pytest.raises(ta.UnsupportedError) as ei:
         ta.sum(ta.zeros(3, np.int32))
-    assert ei.value.origin in ("sum", "ta_sum") and ("int" in ei.value.message or "i32" in ei.value.message)
+    assert ei.value.origin == "ta_sum" and ("int" in ei.value.message or "i32" in ei.value.message)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
