@@ -26,6 +26,8 @@ pub(crate) mod deferred;
 pub(crate) mod event;
 pub(crate) mod exec;
 pub(crate) mod task;
+#[cfg(all(test, loom))]
+mod loom_models;
 
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicIsize, AtomicU32, AtomicU8, AtomicUsize, Ordering};
