@@ -39,6 +39,31 @@
 #define TA_WRAP_READ_ONLY 1
 
 /**
+ * `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
+ */
+#define TA_DL_FLAG_READ_ONLY 1
+
+/**
+ * `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
+ */
+#define TA_DL_FLAG_IS_COPIED 2
+
+/**
+ * `kDLCPU`.
+ */
+#define TA_DL_DEVICE_CPU 1
+
+/**
+ * The DLPack version of exported tensors (`DLPACK_MAJOR_VERSION`).
+ */
+#define TA_DL_MAJOR_VERSION 1
+
+/**
+ * The DLPack minor version of exported tensors.
+ */
+#define TA_DL_MINOR_VERSION 0
+
+/**
  * Major version of the library.
  */
 #define TA_VERSION_MAJOR 0
@@ -121,8 +146,23 @@ typedef int32_t ta_domain;
 typedef uint32_t ta_order;
 
 /**
- * Called once with the final status of an operation, on a worker thread,
- * never while the library holds a lock.
+ * Called once with the final status of an operation, never while the
+ * library holds a lock. It runs on the thread that completes the operation:
+ * usually a worker of the runtime, or the thread that calls
+ * `ta_token_finish` or `ta_mapping_free` for deferred and external work, or
+ * a thread whose `ta_runtime_shutdown` cancels them (and, for
+ * `ta_event_on_complete` on an event that is complete already, the calling
+ * thread). When it runs the operation is complete in every observable way:
+ * `ta_event_poll` on its event gives the final status, `ta_event_error` its
+ * error, `ta_event_wait(event, 0)` returns at once, and the operation's
+ * accesses are released (a zero-timeout `ta_tensor_wait` on a tensor whose
+ * last operation it was returns that status). It may submit operations,
+ * poll, wait and free handles (the event it was called for included); a
+ * blocking wait there occupies the worker (it helps run other work
+ * meanwhile), so keep callbacks short. Since the event is complete before
+ * the callbacks run, `ta_event_wait` may return while they are still
+ * running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only
+ * after every callback of the runtime's operations has returned.
  */
 typedef void (*ta_callback)(ta_status status, void *userdata);
 
@@ -198,7 +238,8 @@ typedef struct ta_submit {
    */
   const struct ta_runtime *runtime;
   /**
-   * Called once with the final status; NULL for none.
+   * Called once with the final status (see `ta_callback` for the thread
+   * and what it may do); NULL for none. A rejected submission calls nothing.
    */
   ta_callback callback;
   /**
@@ -253,7 +294,12 @@ typedef uint32_t ta_side;
 typedef uint32_t ta_diag;
 
 /**
- * Called exactly once, after the last access, to give wrapped memory back.
+ * Called exactly once, after the last access, to give wrapped memory back,
+ * on the thread that lets the memory go (a worker, or the thread that frees
+ * the last handle), never while the library holds a lock. It must not call
+ * back into the library for the tensor it releases; use
+ * `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
+ * library thread.
  */
 typedef void (*ta_release_fn)(void *userdata, void *data);
 
@@ -292,6 +338,71 @@ typedef struct ta_wrap_options {
    */
   uint64_t release_tag;
 } ta_wrap_options;
+
+/**
+ * `DLPackVersion`.
+ */
+typedef struct ta_dl_version {
+  uint32_t major;
+  uint32_t minor;
+} ta_dl_version;
+
+/**
+ * `DLDevice`: `device_type` is a `DLDeviceType` (`TA_DL_DEVICE_CPU` = kDLCPU = 1).
+ */
+typedef struct ta_dl_device {
+  int32_t device_type;
+  int32_t device_id;
+} ta_dl_device;
+
+/**
+ * `DLDataType`: `code` is kDLInt (0), kDLUInt (1), kDLFloat (2) or kDLComplex (5).
+ */
+typedef struct ta_dl_data_type {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} ta_dl_data_type;
+
+/**
+ * `DLTensor`: element `(i0, i1, ...)` is at
+ * `data + byte_offset + sum_k ik * strides[k] * element_size`.
+ */
+typedef struct ta_dl_tensor {
+  void *data;
+  struct ta_dl_device device;
+  int32_t ndim;
+  struct ta_dl_data_type dtype;
+  int64_t *shape;
+  /**
+   * In elements; NULL means dense row-major (on import).
+   */
+  int64_t *strides;
+  uint64_t byte_offset;
+} ta_dl_tensor;
+
+/**
+ * `DLManagedTensorVersioned` (DLPack 1.x).
+ */
+typedef struct ta_dl_managed_tensor_versioned {
+  struct ta_dl_version version;
+  void *manager_ctx;
+  void (*deleter)(struct ta_dl_managed_tensor_versioned *managed);
+  /**
+   * `TA_DL_FLAG_READ_ONLY`, `TA_DL_FLAG_IS_COPIED`.
+   */
+  uint64_t flags;
+  struct ta_dl_tensor dl_tensor;
+} ta_dl_managed_tensor_versioned;
+
+/**
+ * `DLManagedTensor` (unversioned, before DLPack 1.0).
+ */
+typedef struct ta_dl_managed_tensor {
+  struct ta_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct ta_dl_managed_tensor *managed);
+} ta_dl_managed_tensor;
 
 /**
  * What `ta_runtime_shutdown` does with work that has not started.
@@ -827,12 +938,16 @@ ta_status ta_event_error(const struct ta_event *event, struct ta_error **error_o
 /**
  * Call `callback(status, userdata)` exactly once when the operation completes:
  * right away, on this thread, if it already has; otherwise on the thread that
- * completes it. Never called while the library holds a lock.
+ * completes it (see `ta_callback` for which thread that is, what the
+ * operation's state is then, and what the callback may do). Never called
+ * while the library holds a lock.
  */
 ta_status ta_event_on_complete(const struct ta_event *event, ta_callback callback, void *userdata);
 
 /**
- * Push `{tag, status}` to `cq` when the operation completes (at once if it has).
+ * Push `{tag, status}` to `cq` when the operation completes (at once if it
+ * has). When the entry can be taken, the operation is complete in every
+ * observable way (as for `ta_callback`).
  */
 ta_status ta_event_notify(const struct ta_event *event, const struct ta_cq *cq, uint64_t tag);
 
@@ -1353,6 +1468,58 @@ ta_status ta_tensor_wrap_ex(ta_dtype dtype,
                             const struct ta_wrap_options *options,
                             struct ta_tensor **tensor_out,
                             struct ta_error **error);
+
+/**
+ * Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in
+ * `mode` exactly as `ta_tensor_acquire` does (blocking up to `timeout_ns`,
+ * with the same statuses and errors) and holds it until the managed
+ * tensor's deleter runs: until then a READ export holds later writers, a
+ * WRITE or UPDATE export every later access. READ exports set
+ * `TA_DL_FLAG_READ_ONLY`. `strides` is always filled (in elements), the
+ * device is `kDLCPU`, `byte_offset` is 0. The deleter must be called
+ * exactly once, may be called from any thread, never blocks, and is safe
+ * during process exit; freeing the tensor's handles before it is fine. A
+ * conjugate view of a complex tensor gives `TA_STATUS_UNSUPPORTED`
+ * (DLPack has no conjugation flag; materialise it with `ta_conj` first).
+ */
+ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
+                              ta_mode mode,
+                              int64_t timeout_ns,
+                              struct ta_dl_managed_tensor_versioned **out,
+                              struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0)
+ * `DLManagedTensor`, for consumers such as NumPy 2.0. It has no flags
+ * field: a READ export must not be written by the consumer.
+ */
+ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
+                                     ta_mode mode,
+                                     int64_t timeout_ns,
+                                     struct ta_dl_managed_tensor **out,
+                                     struct ta_error **error);
+
+/**
+ * Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On
+ * success the tensor owns `managed`: its deleter (if not NULL) is called
+ * exactly once, after the last access to the tensor (on the thread that
+ * lets the memory go). On failure nothing is called and `managed` stays
+ * the caller's. Only `kDLCPU` tensors with one lane are accepted
+ * (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL
+ * strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
+ * read-only tensor.
+ */
+ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
+                                struct ta_tensor **tensor_out,
+                                struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
+ * `DLManagedTensor` (always writable).
+ */
+ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
+                                       struct ta_tensor **tensor_out,
+                                       struct ta_error **error);
 
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).

@@ -181,3 +181,29 @@ fn finishing_before_the_grant_takes_effect_when_granted() {
     done.wait(LONG).unwrap();
     started.wait(ZERO).unwrap();
 }
+
+#[test]
+fn shutdown_with_cancel_completes_every_parked_token_and_only_those() {
+    let rt = Runtime::new(2).unwrap();
+    let tensors: Vec<Tensor> = (0..80).map(|i| f64s(&[1], &[i as f64])).collect();
+    let mut live = vec![];
+    for (i, t) in tensors.iter().enumerate() {
+        let (token, done) = ops::external("ext", &[(t, Mode::Update)], Submit::on(&rt).with_event()).unwrap();
+        token.started().wait(LONG).unwrap();
+        if i % 2 == 0 {
+            token.finish(Status::Ok, None).unwrap();
+            done.unwrap().wait(LONG).unwrap();
+        } else {
+            live.push((token, done.unwrap()));
+        }
+    }
+    rt.shutdown(ShutdownMode::Cancel).unwrap();
+    for (token, done) in live {
+        assert_eq!(done.wait(ZERO).unwrap_err().status(), Status::Cancelled);
+        assert_eq!(token.finish(Status::Ok, None).unwrap_err().status(), Status::AlreadyFinished);
+    }
+    for (i, t) in tensors.iter().enumerate() {
+        let r = t.wait(ZERO);
+        assert_eq!(r.is_ok(), i % 2 == 0, "tensor {i}: {r:?}");
+    }
+}

@@ -81,7 +81,9 @@ unsafe impl Send for SendPtr {}
 
 /// Call `callback(status, userdata)` exactly once when the operation completes:
 /// right away, on this thread, if it already has; otherwise on the thread that
-/// completes it. Never called while the library holds a lock.
+/// completes it (see `ta_callback` for which thread that is, what the
+/// operation's state is then, and what the callback may do). Never called
+/// while the library holds a lock.
 #[no_mangle]
 pub extern "C" fn ta_event_on_complete(event: *const ta_event, callback: ta_callback, userdata: *mut c_void) -> ta_status {
     const O: &str = "ta_event_on_complete";
@@ -100,7 +102,9 @@ pub extern "C" fn ta_event_on_complete(event: *const ta_event, callback: ta_call
     })
 }
 
-/// Push `{tag, status}` to `cq` when the operation completes (at once if it has).
+/// Push `{tag, status}` to `cq` when the operation completes (at once if it
+/// has). When the entry can be taken, the operation is complete in every
+/// observable way (as for `ta_callback`).
 #[no_mangle]
 pub extern "C" fn ta_event_notify(event: *const ta_event, cq: *const ta_cq, tag: u64) -> ta_status {
     const O: &str = "ta_event_notify";

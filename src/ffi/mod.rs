@@ -26,6 +26,8 @@ mod ready;
 mod mapping;
 mod token;
 mod wrap;
+mod dlpack;
+pub use dlpack::*;
 mod runtime;
 mod tensor;
 pub mod version;

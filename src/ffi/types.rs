@@ -212,11 +212,31 @@ pub struct ta_scalar {
     pub im: f64,
 }
 
-/// Called once with the final status of an operation, on a worker thread,
-/// never while the library holds a lock.
+/// Called once with the final status of an operation, never while the
+/// library holds a lock. It runs on the thread that completes the operation:
+/// usually a worker of the runtime, or the thread that calls
+/// `ta_token_finish` or `ta_mapping_free` for deferred and external work, or
+/// a thread whose `ta_runtime_shutdown` cancels them (and, for
+/// `ta_event_on_complete` on an event that is complete already, the calling
+/// thread). When it runs the operation is complete in every observable way:
+/// `ta_event_poll` on its event gives the final status, `ta_event_error` its
+/// error, `ta_event_wait(event, 0)` returns at once, and the operation's
+/// accesses are released (a zero-timeout `ta_tensor_wait` on a tensor whose
+/// last operation it was returns that status). It may submit operations,
+/// poll, wait and free handles (the event it was called for included); a
+/// blocking wait there occupies the worker (it helps run other work
+/// meanwhile), so keep callbacks short. Since the event is complete before
+/// the callbacks run, `ta_event_wait` may return while they are still
+/// running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only
+/// after every callback of the runtime's operations has returned.
 pub type ta_callback = Option<unsafe extern "C" fn(status: ta_status, userdata: *mut c_void)>;
 
-/// Called exactly once, after the last access, to give wrapped memory back.
+/// Called exactly once, after the last access, to give wrapped memory back,
+/// on the thread that lets the memory go (a worker, or the thread that frees
+/// the last handle), never while the library holds a lock. It must not call
+/// back into the library for the tensor it releases; use
+/// `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
+/// library thread.
 pub type ta_release_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, data: *mut c_void)>;
 
 /// How to submit an operation. Pass NULL for all defaults (default runtime,
@@ -227,7 +247,8 @@ pub type ta_release_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, data
 pub struct ta_submit {
     /// Runtime that runs the operation; NULL for the default runtime.
     pub runtime: *const ta_runtime,
-    /// Called once with the final status; NULL for none.
+    /// Called once with the final status (see `ta_callback` for the thread
+    /// and what it may do); NULL for none. A rejected submission calls nothing.
     pub callback: ta_callback,
     /// Passed to `callback`.
     pub callback_userdata: *mut c_void,

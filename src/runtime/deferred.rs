@@ -224,7 +224,10 @@ fn register(rt: &RuntimeInner, token: &Arc<TokenInner>) -> bool {
         return false;
     }
     if p.len() >= 16 && p.len().is_power_of_two() {
-        p.retain(|w| w.strong_count() > 0 && w.upgrade().is_some_and(|t| matches!(&*t.state.lock(), State::Parked(_))));
+        // Tokens that are gone (finished and freed). (No token's lock is
+        // taken here: a parking thread holds its own while it waits for
+        // this one.)
+        p.retain(|w| w.strong_count() > 0);
     }
     p.push(Arc::downgrade(token));
     true
