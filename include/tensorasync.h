@@ -146,7 +146,6 @@ typedef int32_t ta_domain;
 typedef uint32_t ta_order;
 
 /**
-<<<<<<< HEAD
  * Called once with the final status of an operation, never while the
  * library holds a lock. It runs on the thread that completes the operation:
  * usually a worker of the runtime, or the thread that calls
@@ -164,14 +163,6 @@ typedef uint32_t ta_order;
  * the callbacks run, `ta_event_wait` may return while they are still
  * running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only
  * after every callback of the runtime's operations has returned.
-=======
- * Called once with the final status of an operation, on a worker thread,
- * never while the library holds a lock. A callback may submit operations,
- * poll events and free handles; it must not block: no waits on events or
- * tensors (its own operation's included), no `ta_runtime_shutdown` or
- * `ta_runtime_free` of the runtime it runs on (those return
- * `TA_STATUS_WOULD_DEADLOCK`).
->>>>>>> correctness
  */
 typedef void (*ta_callback)(ta_status status, void *userdata);
 

@@ -23,7 +23,9 @@ pub(crate) mod atomic {
 }
 
 #[cfg(loom)]
-pub(crate) use self::modelled::{Condvar, Mutex};
+// (Named apart from the types they stand for, so that the header
+// generator, which reads every module, never takes them for those.)
+pub(crate) use self::modelled::{ModelCondvar as Condvar, ModelMutex as Mutex};
 
 #[cfg(loom)]
 mod modelled {
@@ -31,29 +33,29 @@ mod modelled {
 
     /// loom's mutex with `parking_lot`'s `lock`.
     #[derive(Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    pub(crate) struct ModelMutex<T>(loom::sync::Mutex<T>);
 
-    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+    pub(crate) type ModelGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
 
-    impl<T> Mutex<T> {
+    impl<T> ModelMutex<T> {
         pub(crate) fn new(v: T) -> Self {
-            Mutex(loom::sync::Mutex::new(v))
+            ModelMutex(loom::sync::Mutex::new(v))
         }
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        pub(crate) fn lock(&self) -> ModelGuard<'_, T> {
             self.0.lock().unwrap()
         }
     }
 
     /// A condition variable whose waits return at once (a spurious wake-up).
     #[derive(Default)]
-    pub(crate) struct Condvar(());
+    pub(crate) struct ModelCondvar(());
 
-    impl Condvar {
+    impl ModelCondvar {
         pub(crate) fn new() -> Self {
-            Condvar(())
+            ModelCondvar(())
         }
         pub(crate) fn notify_all(&self) {}
-        pub(crate) fn wait_for<T>(&self, _guard: &mut MutexGuard<'_, T>, _timeout: Duration) {
+        pub(crate) fn wait_for<T>(&self, _guard: &mut ModelGuard<'_, T>, _timeout: Duration) {
             loom::thread::yield_now();
         }
     }
