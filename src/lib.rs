@@ -45,6 +45,7 @@ pub mod queue;
 pub mod region;
 pub mod runtime;
 pub mod storage;
+mod sync;
 pub mod value;
 pub mod view;
 

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 
 use super::exec;
 use super::task::Task;
 use crate::error::{Error, Result, Status};
+use crate::sync::{Condvar, Mutex};
 
 /// Called once with the operation's outcome.
 pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;

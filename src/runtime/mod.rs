@@ -28,6 +28,8 @@ pub(crate) mod exec;
 pub(crate) mod observe;
 pub(crate) mod stats;
 pub(crate) mod task;
+#[cfg(all(test, loom))]
+mod loom_models;
 
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicIsize, AtomicU32, AtomicU8, AtomicUsize, Ordering};

@@ -19,15 +19,15 @@
 
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::exec::{Parked, Work};
 use super::RuntimeInner;
 use crate::device::{Marker, StreamId};
+use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::sync::Mutex;
 
 /// Room for successors once a task has more than one (see `depend_on`).
 const SPILLED_SUCCESSORS: usize = 8;
@@ -430,7 +430,7 @@ impl Task {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod size_budgets {
     use std::mem::size_of;
 
