@@ -123,7 +123,7 @@ def check_png(png, layout, label):
     check((w, h) == (layout["width"], layout["height"]), "%s: PNG is %dx%d, asked %dx%d" % (label, w, h, layout["width"], layout["height"]))
     for r in layout["rows"]:
         top, bottom = int(r["top"]) + 1, int(r["bottom"]) - 1
-        left, right = int(r["left"]) + 2, int(r["right"]) - 2
+        left, right = int(r["left"]), int(r["right"]) + 3
         band = img[top:bottom, left:right, :3]
         coloured = ((band.max(axis=2) - band.min(axis=2)) > 0.15).sum()
         check(coloured > 0, "%s: row %s has no coloured pixels" % (label, r["name"]))

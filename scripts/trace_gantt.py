@@ -156,7 +156,7 @@ def main(argv=None):
     for iv in sorted(everything, key=lambda iv: -(iv["end_us"] - iv["start_us"])):
         y = row_index[iv["tid"]]
         x = (iv["start_us"] - t0) / 1000.0
-        w = max((iv["end_us"] - iv["start_us"]) / 1000.0, span_ms / a.width)  # at least a pixel
+        w = max((iv["end_us"] - iv["start_us"]) / 1000.0, 3 * span_ms / (a.width - left - right))  # at least 3 pixels
         on_path = iv in tasks and iv["id"] in crit
         ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=colour[iv["name"]],
                        edgecolors="black" if on_path else "none", linewidth=1.6 if on_path else 0)

@@ -218,17 +218,19 @@ impl ShardedCounter {
         let i = SLOT.try_with(CounterSlot::index).unwrap_or(0);
         self.slots[i].taken.fetch_add(1, Ordering::SeqCst);
     }
-    /// The totals (added, taken). Everything taken is read before anything
-    /// added: whatever was taken off by then had been added before, so the
-    /// difference is never below what was outstanding when the reading began.
+    /// The totals (added, taken), for the counters. Everything taken is read
+    /// before anything added: whatever was taken off by then had been added
+    /// before, so the difference is never below what was outstanding when
+    /// the reading began.
     fn totals(&self) -> (isize, isize) {
         let taken: isize = self.slots.iter().map(|s| s.taken.load(Ordering::SeqCst)).sum();
         let added: isize = self.slots.iter().map(|s| s.added.load(Ordering::SeqCst)).sum();
         (added, taken)
     }
+    /// What is outstanding: one pass, each slot's line read once (waiting
+    /// threads call this in a loop while workers write the same lines).
     fn sum(&self) -> isize {
-        let (added, taken) = self.totals();
-        added - taken
+        self.slots.iter().map(|s| s.added.load(Ordering::SeqCst) - s.taken.load(Ordering::SeqCst)).sum()
     }
 }
 
