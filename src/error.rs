@@ -263,6 +263,16 @@ impl Error {
     pub fn with_origin(&self, origin: impl Into<Cow<'static, str>>) -> Error {
         Error::with_code(self.status(), origin, self.message(), self.code())
     }
+    /// A new error with the same status, code and origin, and another message
+    /// (the origin stays a library tag when it is one).
+    pub(crate) fn with_message(&self, message: impl Into<String>) -> Error {
+        Error(Arc::new(ErrorInner {
+            status: self.0.status,
+            code: self.0.code,
+            message: message.into(),
+            origin: self.0.origin.clone(),
+        }))
+    }
     /// Whether two errors are the same object (propagated rather than re-created).
     pub fn same_as(&self, other: &Error) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

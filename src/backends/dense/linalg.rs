@@ -64,7 +64,7 @@ impl From<FactorError> for Error {
             "the matrix is unchanged"
         };
         let err = &e.error;
-        Error::with_code(err.status(), err.origin().to_string(), format!("{}; {held}", err.message()), err.code())
+        err.with_message(format!("{}; {held}", err.message()))
     }
 }
 
