@@ -200,11 +200,7 @@ pub struct ta_scalar {
 }
 
 /// Called once with the final status of an operation, on a worker thread,
-/// never while the library holds a lock. A callback may submit operations,
-/// poll events and free handles; it must not block: no waits on events or
-/// tensors (its own operation's included), no `ta_runtime_shutdown` or
-/// `ta_runtime_free` of the runtime it runs on (those return
-/// `TA_STATUS_WOULD_DEADLOCK`).
+/// never while the library holds a lock.
 pub type ta_callback = Option<unsafe extern "C" fn(status: ta_status, userdata: *mut c_void)>;
 
 /// Called exactly once, after the last access, to give wrapped memory back.
