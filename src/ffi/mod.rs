@@ -152,6 +152,7 @@ pub(crate) fn free_handle(h: u64, kind: Kind) -> ta_status {
         Kind::Cq => "ta_cq_free",
         Kind::Error => "ta_error_free",
         Kind::Blocks => "ta_blocks_free",
+        Kind::Mapping => "ta_mapping_free",
         _ => "ta_free",
     };
     guard(origin, std::ptr::null_mut(), || match handles::remove(h, kind) {
