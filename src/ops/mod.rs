@@ -120,6 +120,7 @@ impl Access {
         self.conj = g.conj;
     }
 
+    #[inline(always)]
     fn view(&self) -> ResolvedView<'_> {
         // SAFETY: see the Send impl; set by enrollment before the task can run.
         let layout = unsafe { &*self.layout };
@@ -172,6 +173,7 @@ impl Operation {
     /// work). A device operation checks its inputs when it finishes instead
     /// (it may start while same-device predecessors are only issued, before
     /// they have recorded their outcome).
+    #[inline(always)]
     pub(crate) fn execute(&mut self, cx: &mut RunCtx) -> Result<()> {
         if self.device().is_none() {
             if let Some(e) = self.poisoned_input() {

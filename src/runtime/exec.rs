@@ -240,17 +240,23 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         return task.finish();
     };
     let mut cx = RunCtx { waits: task.take_waits(), issued: None, deferred: None };
+    // The token of an external operation that fails before it starts.
+    let mut failed_external = None;
     let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
+                failed_external = op.external().cloned();
                 Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
             } else if let Some(token) = op.external() {
                 // An operation whose body runs elsewhere: granted unless an
                 // input it reads is poisoned.
                 match op.poisoned_input() {
-                    Some(e) => Err(e),
+                    Some(e) => {
+                        failed_external = Some(token.clone());
+                        Err(e)
+                    }
                     None => {
                         let token = token.clone();
                         let (views, keep) = op.granted();
@@ -279,14 +285,12 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         let Work { job, completion } = slot.take().expect("present until concluded");
         return issue_device(task, Parked { job, completion, result, tail: cx.issued });
     }
-    if let Some(Job::Op(op)) = slot.as_ref().map(|w| &w.job) {
-        if let Some(token) = op.external().cloned() {
-            // Failed (or cancelled) before its body started.
-            let failure = result.clone().err().expect("an external operation concludes here only on failure");
-            let ready = conclude(task, slot, result, true);
-            token.failed_before_start(&failure, failure.status() == Status::Cancelled);
-            return ready;
-        }
+    if let Some(token) = failed_external {
+        // Failed (or cancelled) before its body started.
+        let failure = result.clone().err().expect("an external operation concludes here only on failure");
+        let ready = conclude(task, slot, result, true);
+        token.failed_before_start(&failure, failure.status() == Status::Cancelled);
+        return ready;
     }
     conclude(task, slot, result, true)
 }
