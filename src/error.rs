@@ -265,7 +265,7 @@ impl Error {
     }
     /// A new error with the same status, code and origin, and another message
     /// (the origin stays a library tag when it is one).
-    pub(crate) fn with_message(&self, message: impl Into<String>) -> Error {
+    pub fn with_message(&self, message: impl Into<String>) -> Error {
         Error(Arc::new(ErrorInner {
             status: self.0.status,
             code: self.0.code,
