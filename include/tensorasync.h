@@ -909,7 +909,9 @@ ta_status ta_blocks_tile(const struct ta_blocks *blocks,
                          struct ta_error **error);
 
 /**
- * One view over the tiles `lo[k]..hi[k]` on each axis of a tiled array: a
+ * One view over the tiles `lo[k]` up to but not including `hi[k]` on each
+ * axis of a tiled array (`hi` is exclusive, unlike the inclusive `last` of
+ * `ta_blocks_coalesce_range`): a
  * strided sub-array that enrolls in every covered tile's queue as one
  * composite hazard set (its reads wait for each tile's writers; its writes
  * are exclusive over all of them).
@@ -922,7 +924,8 @@ ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
                              struct ta_error **error);
 
 /**
- * One view over list blocks `first..=last`, which must be adjacent and stack
+ * One view over list blocks `first` to `last`, both included (`last` is
+ * inclusive, unlike `hi` of `ta_blocks_coalesce`), which must be adjacent and stack
  * into one dense array (equal extents but for the slowest axis):
  * `TA_STATUS_NOT_CONTIGUOUS` otherwise.
  */
@@ -987,13 +990,17 @@ ta_status ta_error_code(const struct ta_error *error, int64_t *code_out);
 
 /**
  * Copy the error's message into `buf` (`cap` bytes, NUL-terminated, truncated
- * if needed; `buf` may be NULL when `cap` is 0) and store its full length,
- * without the NUL, in `*len_out` (may be NULL).
+ * if needed; `buf` may be NULL only when `cap` is 0, otherwise
+ * `TA_STATUS_NULL_POINTER`) and store its full length, without the NUL, in
+ * `*len_out` (may be NULL). Call it with `cap` 0 first to learn the length.
  */
 ta_status ta_error_message(const struct ta_error *error, char *buf, size_t cap, size_t *len_out);
 
 /**
- * Copy the name of the operation where the error started, as `ta_error_message` does.
+ * Copy the name of the operation where the error started, as
+ * `ta_error_message` does: the C function that was called (for example
+ * `"ta_tensor_slice"`, `"ta_fill"`), or for a user kernel the name given to
+ * `ta_kernel_submit`.
  */
 ta_status ta_error_origin(const struct ta_error *error, char *buf, size_t cap, size_t *len_out);
 
@@ -1097,7 +1104,8 @@ ta_status ta_cq_free(struct ta_cq *cq);
 /**
  * Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
  * accesses are granted, with one resolved view per entry of `accesses`, in
- * order. `name` (may be NULL) names the operation in error objects; it is not
+ * order (any number of them; disjoint views of one tensor may be declared
+ * together). `name` (may be NULL) names the operation in error objects; it is not
  * copied, so it must stay valid until the operation completes (a string
  * literal always does). A return
  * value other than `TA_STATUS_OK` fails the operation and poisons every
@@ -1143,6 +1151,11 @@ ta_status ta_kernel_parallel_for(struct ta_kernel_ctx *ctx,
  * exist with the product's shape (`TA_STATUS_SHAPE_MISMATCH`, known at
  * submission). Transposed and conj views of `A` and `B` are used without
  * copies. `alpha`/`beta` are immediate; see `ta_gemm_t` for 0-d tensors.
+ * With `beta` 0, `C`'s old values are not read (NaN in `C` does not
+ * propagate), but `C` must still exist with the right shape. The linear
+ * algebra operations (gemm family, contract, permute, conj, sum, dot,
+ * norm2, potrf, trsm, syrk) take float and complex dtypes only
+ * (`TA_STATUS_UNSUPPORTED` for integer ones).
  */
 ta_status ta_gemm(const struct ta_tensor *c,
                   struct ta_scalar alpha,
@@ -1169,7 +1182,8 @@ ta_status ta_gemm_t(const struct ta_tensor *c,
 /**
  * `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense
  * row-major, the product's shape), a whole `C` of another shape gets new
- * storage (refused while it has views), and a `C` of the right shape is
+ * storage (refused while it has views, and for a `C` that wraps caller
+ * memory: `TA_STATUS_SHAPE_MISMATCH`), and a `C` of the right shape is
  * written in place.
  */
 ta_status ta_assign_product(const struct ta_tensor *c,
@@ -1234,8 +1248,11 @@ ta_status ta_contract(const struct ta_tensor *c,
 
 /**
  * `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
- * `src`), materialised; an unconstructed `dst` is constructed. (For a view
- * without copying, see `ta_tensor_permute`.)
+ * `src`), materialised; an unconstructed `dst` is constructed, a `dst` the
+ * library owns of another shape gets new storage, and a `dst` that wraps
+ * caller memory (or is a view) must have the result's shape
+ * (`TA_STATUS_SHAPE_MISMATCH`). (For a view without copying, see
+ * `ta_tensor_permute`.)
  */
 ta_status ta_permute(const struct ta_tensor *dst,
                      const struct ta_tensor *src,
@@ -1246,8 +1263,9 @@ ta_status ta_permute(const struct ta_tensor *dst,
                      struct ta_error **error);
 
 /**
- * `dst = conj(src)`, materialised (a copy for real dtypes); an unconstructed
- * `dst` is constructed. (For a lazy view, see `ta_tensor_conj`.)
+ * `dst = conj(src)`, materialised (a copy for real dtypes); `dst` is
+ * constructed or reshaped as `ta_permute` says. (For a lazy view, see
+ * `ta_tensor_conj`.)
  */
 ta_status ta_conj(const struct ta_tensor *dst,
                   const struct ta_tensor *src,
@@ -1258,7 +1276,11 @@ ta_status ta_conj(const struct ta_tensor *dst,
 /**
  * The sum of `x` over `axes` (`naxes` of them) into `out`, a tensor of the
  * remaining axes; `axes` NULL sums every element into a 0-d `out`. An
- * unconstructed `out` is constructed.
+ * unconstructed `out` is constructed; an owned `out` of another shape gets
+ * new storage. An `out` that wraps caller memory keeps it: a 0-d result is
+ * written into a one-element `out` of any rank, any other shape change is
+ * `TA_STATUS_SHAPE_MISMATCH`. `ta_dot` and `ta_norm2` treat their `out` the
+ * same way.
  */
 ta_status ta_sum(const struct ta_tensor *out,
                  const struct ta_tensor *x,
@@ -1293,8 +1315,10 @@ ta_status ta_norm2(const struct ta_tensor *out,
 /**
  * In-place Cholesky factorisation of a square matrix: with
  * `TA_UPLO_LOWER`, `A = L·L^H` and `L` overwrites the lower triangle (the
- * strict upper triangle is untouched). A matrix that is not positive
- * definite fails the operation and poisons `A`.
+ * strict upper triangle is neither read nor written). A matrix that is not
+ * positive definite fails the operation with `TA_STATUS_INVALID_ARGUMENT`
+ * ("the leading minor of order k is not positive definite") and poisons
+ * `A`.
  */
 ta_status ta_potrf(const struct ta_tensor *a,
                    ta_uplo uplo,
@@ -1305,7 +1329,8 @@ ta_status ta_potrf(const struct ta_tensor *a,
 /**
  * Triangular solve: `A·X = alpha·B` (`TA_SIDE_LEFT`) or `X·A = alpha·B`
  * (`TA_SIDE_RIGHT`), `X` overwriting `B`. `uplo` and `diag` describe `A` as
- * given: a transposed view of a lower `L` is `TA_UPLO_UPPER`.
+ * given: a transposed view of a lower `L` is `TA_UPLO_UPPER`. Only the named
+ * triangle of `A` is read.
  */
 ta_status ta_trsm(const struct ta_tensor *b,
                   ta_side side,
@@ -1440,9 +1465,15 @@ ta_status ta_runtime_worker_busy_ns(const struct ta_runtime *runtime,
                                     size_t *count_out);
 
 /**
- * Set every element of `tensor` to `value` (an overwrite: a poisoned tensor
- * becomes clean). `opts` may be NULL; `event_out` (may be NULL) receives an
- * event for the operation.
+ * Set every element of `tensor` to `value` (an overwrite: the elements it
+ * writes become clean). `value` must be representable in the dtype: real
+ * dtypes need `im == 0`, integer dtypes an integral `re` the dtype holds
+ * (every such double is exact; for 64-bit values no double names use
+ * `ta_fill_i64`/`ta_fill_u64`), otherwise `TA_STATUS_INVALID_ARGUMENT`.
+ * `opts` may be NULL; `event_out` (may be NULL) receives an event for the
+ * operation. A submission that returns an error fires no callback, queues
+ * no completion entry and returns no event (this holds for every
+ * operation).
  */
 ta_status ta_fill(const struct ta_tensor *tensor,
                   struct ta_scalar value,
@@ -1452,12 +1483,54 @@ ta_status ta_fill(const struct ta_tensor *tensor,
 
 /**
  * `x = alpha * x` (an update: a poisoned `x` fails the operation).
+ * `alpha` is checked as `ta_fill` checks its value. Integer arithmetic
+ * wraps (two's complement), in this and every other operation.
  */
 ta_status ta_scale(const struct ta_tensor *x,
                    struct ta_scalar alpha,
                    const struct ta_submit *opts,
                    struct ta_event **event_out,
                    struct ta_error **error);
+
+/**
+ * `ta_fill` with an exact 64-bit signed integer (a double cannot name every
+ * one): an integer tensor takes `value` exactly if its dtype holds it
+ * (otherwise `TA_STATUS_INVALID_ARGUMENT`); a floating-point or complex
+ * tensor takes the nearest value of its dtype.
+ */
+ta_status ta_fill_i64(const struct ta_tensor *tensor,
+                      int64_t value,
+                      const struct ta_submit *opts,
+                      struct ta_event **event_out,
+                      struct ta_error **error);
+
+/**
+ * `ta_fill` with an exact 64-bit unsigned integer, as `ta_fill_i64`.
+ */
+ta_status ta_fill_u64(const struct ta_tensor *tensor,
+                      uint64_t value,
+                      const struct ta_submit *opts,
+                      struct ta_event **event_out,
+                      struct ta_error **error);
+
+/**
+ * `ta_scale` with an exact 64-bit signed integer `alpha`, checked as
+ * `ta_fill_i64` checks its value (integer products wrap).
+ */
+ta_status ta_scale_i64(const struct ta_tensor *x,
+                       int64_t alpha,
+                       const struct ta_submit *opts,
+                       struct ta_event **event_out,
+                       struct ta_error **error);
+
+/**
+ * `ta_scale` with an exact 64-bit unsigned integer `alpha`, as `ta_scale_i64`.
+ */
+ta_status ta_scale_u64(const struct ta_tensor *x,
+                       uint64_t alpha,
+                       const struct ta_submit *opts,
+                       struct ta_event **event_out,
+                       struct ta_error **error);
 
 /**
  * `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
@@ -1472,7 +1545,10 @@ ta_status ta_axpy(const struct ta_tensor *y,
 
 /**
  * `dst = src` element by element, for any strides of either. Constructs an
- * unconstructed `dst` (dense row-major) and clears a poison on `dst`.
+ * unconstructed `dst` (dense row-major); a constructed `dst` must have
+ * `src`'s extents (`TA_STATUS_SHAPE_MISMATCH`). Cleans the poison of what it
+ * writes. Moves data across domains (host and CUDA devices, either way)
+ * without `TA_SUBMIT_TRANSFER`.
  */
 ta_status ta_copy(const struct ta_tensor *dst,
                   const struct ta_tensor *src,
@@ -1760,7 +1836,8 @@ ta_status ta_runtime_threads(const struct ta_runtime *runtime, size_t *threads_o
  * callback fires exactly once. Later submissions fail with
  * `TA_STATUS_SHUTDOWN`, except, while draining, those made by the runtime's
  * own running kernels and callbacks (follow-up work of the work being drained). Fails with `TA_STATUS_WOULD_DEADLOCK` when called
- * from one of the runtime's own workers.
+ * from one of the runtime's own workers. Shutting down a runtime that is
+ * already shut down returns `TA_STATUS_OK` at once.
  */
 ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
                               ta_shutdown mode,
@@ -1769,7 +1846,9 @@ ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
 /**
  * Drain and stop a runtime made by `ta_runtime_new`, then free its handle
  * (blocks until submitted work is done). For a handle from
- * `ta_runtime_default`, only the handle is freed. NULL is a no-op.
+ * `ta_runtime_default`, only the handle is freed. NULL is a no-op. Called
+ * from one of the runtime's own workers (a kernel or callback), it frees
+ * nothing and returns `TA_STATUS_WOULD_DEADLOCK`.
  */
 ta_status ta_runtime_free(struct ta_runtime *runtime);
 
@@ -1920,12 +1999,21 @@ ta_status ta_tensor_wait(const struct ta_tensor *tensor,
  * The view shares the tensor's epoch queue, keeps its storage alive after
  * every other handle is freed, and writes through it update the tensor.
  * Operations on disjoint slices of one tensor run concurrently.
- * `TA_STATUS_OUT_OF_RANGE` for indices outside the axis.
+ * Each `ta_slice` selects `start, start + step, ...` before `stop`
+ * (exclusive; with a negative step `start` is the highest index and `stop`
+ * the one below the last, -1 to run through index 0). Indices do not wrap
+ * around: a negative `start` is `TA_STATUS_OUT_OF_RANGE`, as is any index
+ * outside the axis; `step` 0 is `TA_STATUS_INVALID_ARGUMENT`. `drop` != 0
+ * removes the axis and needs exactly one index, `{i, i + 1, 1, 1}`
+ * (`TA_STATUS_INVALID_ARGUMENT` otherwise). A slice with a zero extent is a
+ * valid, empty view. Poison is tracked per element: a failed write through
+ * a view poisons only the elements it wrote, and a later overwrite cleans
+ * exactly what it writes.
  */
 ta_status ta_tensor_slice(const struct ta_tensor *tensor,
                           const struct ta_slice *slices,
                           size_t nslices,
-                          struct ta_tensor **view_out_,
+                          struct ta_tensor **view_out,
                           struct ta_error **error);
 
 /**
@@ -1935,14 +2023,14 @@ ta_status ta_tensor_slice(const struct ta_tensor *tensor,
 ta_status ta_tensor_permute(const struct ta_tensor *tensor,
                             const size_t *perm,
                             size_t rank,
-                            struct ta_tensor **view_out_,
+                            struct ta_tensor **view_out,
                             struct ta_error **error);
 
 /**
  * A view with the axes in reverse order (the transpose of a matrix).
  */
 ta_status ta_tensor_transpose(const struct ta_tensor *tensor,
-                              struct ta_tensor **view_out_,
+                              struct ta_tensor **view_out,
                               struct ta_error **error);
 
 /**
@@ -1951,7 +2039,7 @@ ta_status ta_tensor_transpose(const struct ta_tensor *tensor,
  * for real dtypes. Using it as an output fails with `TA_STATUS_READ_ONLY`.
  */
 ta_status ta_tensor_conj(const struct ta_tensor *tensor,
-                         struct ta_tensor **view_out_,
+                         struct ta_tensor **view_out,
                          struct ta_error **error);
 
 /**
@@ -1963,7 +2051,7 @@ ta_status ta_tensor_reshape(const struct ta_tensor *tensor,
                             size_t rank,
                             const size_t *extents,
                             ta_order order,
-                            struct ta_tensor **view_out_,
+                            struct ta_tensor **view_out,
                             struct ta_error **error);
 
 /**
@@ -1980,7 +2068,9 @@ ta_status ta_tensor_clone(const struct ta_tensor *tensor,
                           struct ta_error **error);
 
 /**
- * Whether `tensor` is a view of another tensor (stores 1 or 0).
+ * Whether `tensor` is a view of another tensor (stores 1 or 0). A block of
+ * a block array (`ta_blocks_block`, `ta_blocks_tile`) is a tensor of its
+ * own and reports 0.
  */
 ta_status ta_tensor_is_view(const struct ta_tensor *tensor, int32_t *is_view_out);
 

@@ -39,6 +39,9 @@ cargo test --release
 step "benchmarks build (cargo bench --no-run)"
 cargo bench --no-run
 
+step "dense kernel tests on other instruction sets (valgrind, qemu Haswell and Nehalem)"
+./scripts/test-simd-paths.sh
+
 step "C tests, normally and under valgrind"
 make -C examples-c check
 

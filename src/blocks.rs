@@ -247,7 +247,7 @@ impl BlockArray {
         let Shape::List { order } = self.0.shape else { unreachable!() };
         let n = self.0.blocks.len();
         if first > last || last >= n {
-            return Err(Error::new(Status::OutOfRange, O, format!("blocks {first}..={last} of {n}")));
+            return Err(Error::new(Status::OutOfRange, O, format!("blocks {first} to {last} (inclusive) of {n}: the last block is {}", n.saturating_sub(1))));
         }
         let ls = &self.0.layouts[first..=last];
         let slow = match order {
@@ -263,7 +263,7 @@ impl BlockArray {
                 return Err(Error::new(
                     Status::NotContiguous,
                     O,
-                    format!("blocks {first}..={last} do not stack into one dense array (block {} has extents {:?})", first + k, l.extents),
+                    format!("blocks {first} to {last} do not stack into one dense array (block {} has extents {:?})", first + k, l.extents),
                 ));
             }
             total += l.extents[slow];

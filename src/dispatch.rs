@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 use crate::backends;
 use crate::device::{Device, StreamId};
 use crate::domain::Domain;
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{DType, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::Layout;
 use crate::ops::ResolvedView;
@@ -194,8 +194,8 @@ pub(crate) struct ContractArgs {
 /// permute and conj `[dst, src]`, reductions `[out, x, (y)]`, potrf `[a]`,
 /// trsm `[b, a]`, syrk `[c, a]`.
 pub(crate) enum NativeOp {
-    Fill(Scalar),
-    Scale(Scalar),
+    Fill(Imm),
+    Scale(Imm),
     Axpy(Scalar),
     Copy,
     CopyIn(Box<HostBuffer>),
@@ -273,6 +273,15 @@ pub(crate) fn select(
         }
     }
     if set == 0 {
+        // No backend of the domain is allowed at all (a mask of only device
+        // backends for host operands): nothing could run it.
+        if !registry(domain).iter().any(|b| selector.allows(b.kind())) {
+            return Err(Error::new(
+                Status::NoBackend,
+                origin,
+                format!("the submission's backend mask {:#x} allows no backend that runs on {domain}", selector.mask),
+            ));
+        }
         return Err(Error::new(
             Status::Unsupported,
             origin,

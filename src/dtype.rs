@@ -112,7 +112,9 @@ impl DType {
 }
 
 /// An immediate scalar operand (alpha, beta, fill values). Real dtypes require
-/// `im == 0`; integer dtypes require an integral `re` that the dtype holds exactly.
+/// `im == 0`; integer dtypes require an integral `re` that the dtype holds
+/// exactly. A double cannot name every 64-bit integer: [`Imm::int`] carries
+/// one exactly (for fill and scale).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Scalar {
     pub re: f64,
@@ -127,6 +129,12 @@ impl Scalar {
         Scalar { re, im }
     }
 
+    /// The integer this scalar names, if it is integral (every integral
+    /// double of magnitude below 2^64 converts exactly).
+    fn integer(self) -> Option<i128> {
+        (self.im == 0.0 && self.re.fract() == 0.0 && self.re.abs() < 2f64.powi(64)).then_some(self.re as i128)
+    }
+
     /// Check that this scalar is representable in `dtype` (submission-time check).
     pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
         let ok = match dtype {
@@ -134,7 +142,7 @@ impl Scalar {
             DType::F32 | DType::F64 => self.im == 0.0,
             _ => {
                 let (lo, hi) = int_range(dtype);
-                self.im == 0.0 && self.re.fract() == 0.0 && self.re >= lo && self.re <= hi
+                self.integer().is_some_and(|v| lo <= v && v <= hi)
             }
         };
         if ok {
@@ -149,18 +157,86 @@ impl Scalar {
     }
 }
 
-fn int_range(dtype: DType) -> (f64, f64) {
+/// The values an integer dtype holds.
+fn int_range(dtype: DType) -> (i128, i128) {
     match dtype {
-        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-        // Beyond 2^53 a double no longer names every integer; stay exact.
-        DType::I64 => (-(2f64.powi(53)), 2f64.powi(53)),
-        DType::U8 => (0.0, u8::MAX as f64),
-        DType::U16 => (0.0, u16::MAX as f64),
-        DType::U32 => (0.0, u32::MAX as f64),
-        DType::U64 => (0.0, 2f64.powi(53)),
-        _ => (f64::NEG_INFINITY, f64::INFINITY),
+        DType::I8 => (i8::MIN as i128, i8::MAX as i128),
+        DType::I16 => (i16::MIN as i128, i16::MAX as i128),
+        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+        DType::U8 => (0, u8::MAX as i128),
+        DType::U16 => (0, u16::MAX as i128),
+        DType::U32 => (0, u32::MAX as i128),
+        DType::U64 => (0, u64::MAX as i128),
+        _ => (i128::MIN, i128::MAX),
+    }
+}
+
+/// An exact 64-bit integer: its bits, and whether they are read as signed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct ExactInt {
+    bits: u64,
+    signed: bool,
+}
+
+impl ExactInt {
+    fn value(self) -> i128 {
+        if self.signed {
+            self.bits as i64 as i128
+        } else {
+            self.bits as i128
+        }
+    }
+}
+
+/// The immediate value of a fill or a scale: a [`Scalar`], or an exact
+/// 64-bit integer ([`Imm::int`]), which an integer dtype takes exactly and a
+/// floating-point or complex dtype as its nearest value.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Imm {
+    scalar: Scalar,
+    int: Option<ExactInt>,
+}
+
+impl From<Scalar> for Imm {
+    fn from(scalar: Scalar) -> Imm {
+        Imm { scalar, int: None }
+    }
+}
+
+impl Imm {
+    /// An exact signed 64-bit integer.
+    pub fn int(v: i64) -> Imm {
+        Imm { scalar: Scalar::real(v as f64), int: Some(ExactInt { bits: v as u64, signed: true }) }
+    }
+    /// An exact unsigned 64-bit integer.
+    pub fn uint(v: u64) -> Imm {
+        Imm { scalar: Scalar::real(v as f64), int: Some(ExactInt { bits: v, signed: false }) }
+    }
+    /// The value as a scalar (nearest, for an exact integer).
+    pub fn scalar(self) -> Scalar {
+        self.scalar
+    }
+    /// The value's 64-bit pattern for an integer dtype (checked by
+    /// [`Imm::check_for`]; the element type truncates it to its width).
+    fn int_bits(self) -> Option<u64> {
+        self.int.map(|i| i.bits)
+    }
+    /// Check that the value is representable in `dtype`.
+    pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
+        match self.int {
+            None => self.scalar.check_for(dtype, origin),
+            Some(i) if !dtype.is_float() => {
+                let (lo, hi) = int_range(dtype);
+                let v = i.value();
+                if lo <= v && v <= hi {
+                    Ok(())
+                } else {
+                    Err(Error::new(Status::InvalidArgument, origin, format!("integer {v} is not representable as {}", dtype.name())))
+                }
+            }
+            Some(_) => Ok(()),
+        }
     }
 }
 
@@ -170,6 +246,10 @@ pub trait Element: Copy + Send + Sync + 'static + PartialEq + std::fmt::Debug {
     const DTYPE: DType;
     /// Convert a checked scalar (see [`Scalar::check_for`]).
     fn from_scalar(s: Scalar) -> Self;
+    /// Convert a checked immediate (see [`Imm::check_for`]).
+    fn from_imm(v: Imm) -> Self {
+        Self::from_scalar(v.scalar)
+    }
     fn zero() -> Self;
     fn mul(self, other: Self) -> Self;
     fn add(self, other: Self) -> Self;
@@ -205,7 +285,15 @@ macro_rules! int_element {
         impl Element for $t {
             const DTYPE: DType = $d;
             fn from_scalar(s: Scalar) -> Self {
+                // Exact for every checked (integral, in range) value.
                 s.re as $t
+            }
+            fn from_imm(v: Imm) -> Self {
+                // Truncating the checked value's 64-bit pattern keeps it exact.
+                match v.int_bits() {
+                    Some(bits) => bits as $t,
+                    None => Self::from_scalar(v.scalar),
+                }
             }
             fn zero() -> Self {
                 0
@@ -307,6 +395,26 @@ mod tests {
         assert_eq!(Scalar::real(-1.0).check_for(DType::U8, "t").unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(Scalar::complex(1.0, 1.0).check_for(DType::F64, "t").unwrap_err().status(), Status::InvalidArgument);
         assert!(Scalar::complex(1.0, 1.0).check_for(DType::C64, "t").is_ok());
+        // Every integral value a 64-bit dtype holds, exactly.
+        for v in [2f64.powi(60), -(2f64.powi(53) + 2.0), -(2f64.powi(63)), 2f64.powi(63) - 1024.0] {
+            assert!(Scalar::real(v).check_for(DType::I64, "t").is_ok(), "{v}");
+            assert_eq!(<i64 as Element>::from_scalar(Scalar::real(v)) as f64, v);
+        }
+        assert_eq!(<i64 as Element>::from_scalar(Scalar::real(-(2f64.powi(63)))), i64::MIN);
+        assert_eq!(<u64 as Element>::from_scalar(Scalar::real(2f64.powi(64) - 2048.0)), u64::MAX - 2047);
+        for (v, d) in [(2f64.powi(63), DType::I64), (2f64.powi(64), DType::U64), (-1.0, DType::U64), (0.5, DType::I64)] {
+            assert_eq!(Scalar::real(v).check_for(d, "t").unwrap_err().status(), Status::InvalidArgument, "{v}");
+        }
+        for v in [i64::MIN, i64::MAX, (1 << 53) + 1] {
+            assert!(Imm::int(v).check_for(DType::I64, "t").is_ok());
+            assert_eq!(<i64 as Element>::from_imm(Imm::int(v)), v);
+        }
+        assert_eq!(<u64 as Element>::from_imm(Imm::uint(u64::MAX)), u64::MAX);
+        assert_eq!(<i8 as Element>::from_imm(Imm::int(-128)), -128);
+        assert!(Imm::uint(u64::MAX).check_for(DType::I64, "t").is_err());
+        assert!(Imm::int(-1).check_for(DType::U64, "t").is_err());
+        assert!(Imm::int(128).check_for(DType::I8, "t").is_err());
+        assert_eq!(<f64 as Element>::from_imm(Imm::int((1 << 60) + 1)), 2f64.powi(60));
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub enum Status {
     DomainMismatch = 23,
     /// The output is read-only.
     ReadOnly = 24,
-    /// The output shares the epoch queue of an input.
+    /// An output may overlap another operand of the same operation (the same
+    /// tensor, or views of one tensor whose elements may overlap; disjoint
+    /// views of one tensor are accepted).
     Alias = 25,
     /// The tensor has no value yet.
     Unconstructed = 26,
@@ -177,7 +179,7 @@ impl Status {
             Status::ShapeMismatch => "operand shapes do not fit the operation",
             Status::DomainMismatch => "operands live in different domains",
             Status::ReadOnly => "the output is read-only",
-            Status::Alias => "the output shares the epoch queue of an input",
+            Status::Alias => "an output may overlap another operand of the same operation",
             Status::Unconstructed => "the tensor is unconstructed (it has no value yet)",
             Status::ShapeUnknown => "the tensor's shape is not known at submission",
             Status::Unsupported => "the operation is not supported for these operands",
@@ -249,6 +251,12 @@ impl Error {
     /// The name of the operation where the error started.
     pub fn origin(&self) -> &str {
         &self.0.origin
+    }
+    /// Whether the origin is one of the library's own operation tags (a
+    /// static name), not a name a caller gave (a user kernel's): the C layer
+    /// renders the library's tags as the C functions' names.
+    pub(crate) fn origin_is_library(&self) -> bool {
+        matches!(self.0.origin, Cow::Borrowed(_))
     }
     /// A new error with the same status, code and message, started by `origin`
     /// (for a check that a helper made on an operation's behalf).

@@ -49,7 +49,7 @@ pub mod view;
 
 pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
-pub use dtype::{DType, Element, Scalar};
+pub use dtype::{DType, Element, Imm, Scalar};
 pub use error::{Error, Result, Status};
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};

@@ -105,6 +105,15 @@ impl EpochQueue {
     /// finished, before `task` starts (see [`Task::depend_on_device`]).
     pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region, stamp: u64, on_device: bool) {
         let writes = mode.writes();
+        if matches!(region, Region::Empty) {
+            // No element: it waits for nothing and covers nothing. (Decided
+            // here, before any region test reads an `Empty` region's payload,
+            // which is uninitialised.) The entry keeps the access known to
+            // `is_idle` until it finishes.
+            self.push(Entry { task: task.clone(), writes, region: Region::Empty });
+            self.seq = stamp;
+            return;
+        }
         let whole = matches!(region, Region::Full);
         let depend = |pred: &Arc<Task>| {
             if on_device {

@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::layout::Layout;
+
 /// The indices `start, start + step, ...` (`count` of them) along one root axis.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Prog {
@@ -65,6 +67,56 @@ impl Prog {
     }
 }
 
+/// A progression as `lo..=hi` in steps of `step` (> 0), for the exact set
+/// operations of [`Region::subtract`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Run {
+    lo: isize,
+    hi: isize,
+    step: isize,
+}
+
+impl Run {
+    fn of(p: Prog) -> Run {
+        let (lo, hi, step) = p.normalized();
+        Run { lo, hi, step }
+    }
+
+    fn prog(self) -> Prog {
+        Prog { start: self.lo, step: self.step, count: ((self.hi - self.lo) / self.step + 1) as usize }
+    }
+
+    /// `self ∩ other` and `self \ other` (at most two runs), when both are
+    /// exact as runs of `self`'s step: `other` has that step (or one index)
+    /// and lies on `self`'s grid; `None` otherwise.
+    fn split(self, other: Run) -> Option<(Option<Run>, SmallVec<[Run; 2]>)> {
+        if self.lo == self.hi {
+            // One index: in `other` or not.
+            let x = self.lo;
+            let inside = other.lo <= x && x <= other.hi && (x - other.lo) % other.step == 0;
+            let rest = if inside { SmallVec::new() } else { SmallVec::from_elem(self, 1) };
+            return Some((inside.then_some(self), rest));
+        }
+        let single = other.lo == other.hi;
+        if !(single || other.step == self.step) || (other.lo - self.lo).rem_euclid(self.step) != 0 {
+            return None;
+        }
+        let (lo, hi) = (self.lo.max(other.lo), self.hi.min(other.hi));
+        let mut rest = SmallVec::new();
+        if lo > hi {
+            rest.push(self);
+            return Some((None, rest));
+        }
+        if self.lo < lo {
+            rest.push(Run { lo: self.lo, hi: lo - self.step, step: self.step });
+        }
+        if hi < self.hi {
+            rest.push(Run { lo: hi + self.step, hi: self.hi, step: self.step });
+        }
+        Some((Some(Run { lo, hi, step: self.step }), rest))
+    }
+}
+
 fn gcd(mut a: isize, mut b: isize) -> isize {
     while b != 0 {
         (a, b) = (b, a % b);
@@ -78,6 +130,29 @@ fn gcd(mut a: isize, mut b: isize) -> isize {
 pub(crate) struct IndexBox {
     pub(crate) axes: SmallVec<[Prog; 4]>,
     pub(crate) span: (isize, isize),
+}
+
+impl IndexBox {
+    /// The box of `axes` (indices of the root whose layout is `root`), with
+    /// the storage interval they span.
+    fn new(axes: SmallVec<[Prog; 4]>, root: &Layout) -> IndexBox {
+        let (mut lo, mut hi) = (root.offset, root.offset);
+        for (p, &st) in axes.iter().zip(&root.strides) {
+            let last = p.start + p.step * (p.count as isize - 1);
+            let (x, y) = (p.start * st, last * st);
+            lo += x.min(y);
+            hi += x.max(y);
+        }
+        IndexBox { axes, span: (lo, hi) }
+    }
+
+    /// Every index of the root (none for an empty root).
+    fn of_root(root: &Layout) -> Option<IndexBox> {
+        if root.is_empty() {
+            return None;
+        }
+        Some(IndexBox::new(root.extents.iter().map(|&n| Prog { start: 0, step: 1, count: n }).collect(), root))
+    }
 }
 
 /// The elements an access touches, in its root value's terms.
@@ -99,6 +174,15 @@ impl Region {
     /// box (accesses through one view) or equal spans. (False does not mean
     /// they differ.)
     pub(crate) fn is_same(&self, other: &Region) -> bool {
+        // The variants first, on their own: an `Empty` or `Full` region's
+        // payload bytes are uninitialised, and a comparison of them must not
+        // be evaluated ahead of the variant test.
+        if std::mem::discriminant(self) != std::mem::discriminant(other) {
+            return false;
+        }
+        if self.is_empty_or_full() {
+            return true;
+        }
         match (self, other) {
             (Region::Box(a), Region::Box(b)) => Arc::ptr_eq(a, b),
             (Region::Span { lo, hi, exact }, Region::Span { lo: l2, hi: h2, exact: e2 }) => lo == l2 && hi == h2 && exact == e2,
@@ -110,6 +194,13 @@ impl Region {
     /// Whether the two regions (of one value) may share an element (never
     /// false when they do).
     pub(crate) fn may_overlap(&self, other: &Region) -> bool {
+        // (As in `is_same`: decided on the variants before any payload is read.)
+        if matches!(self, Region::Empty) || matches!(other, Region::Empty) {
+            return false;
+        }
+        if matches!(self, Region::Full) || matches!(other, Region::Full) {
+            return true;
+        }
         match (self, other) {
             (Region::Empty, _) | (_, Region::Empty) => false,
             (Region::Full, _) | (_, Region::Full) => true,
@@ -129,8 +220,91 @@ impl Region {
         }
     }
 
+    /// The elements of `self` that are not in `other`, as regions of the
+    /// root whose layout is `root`; `None` when that set cannot be given
+    /// exactly (the caller then keeps all of `self`, a superset). Exact for
+    /// index boxes whose progressions have step 1 (plain slices), or a common
+    /// step on a common grid, and for contiguous storage spans; `Full` is the
+    /// box of every root index.
+    pub(crate) fn subtract(&self, other: &Region, root: &Layout) -> Option<SmallVec<[Region; 4]>> {
+        let mut out = SmallVec::new();
+        if other.covers(self) {
+            return Some(out);
+        }
+        if !self.may_overlap(other) {
+            out.push(self.clone());
+            return Some(out);
+        }
+        match (self, other) {
+            (Region::Full, Region::Box(b)) => Region::box_minus(&IndexBox::of_root(root)?, b, root),
+            (Region::Box(a), Region::Box(b)) => Region::box_minus(a, b, root),
+            (Region::Full, Region::Span { lo, hi, exact: true }) if root.footprint() == Some(root.len()) => {
+                let (l0, h0) = root.checked_span()?;
+                Some(Region::span_minus(l0, h0, *lo, *hi))
+            }
+            (Region::Span { lo: a0, hi: a1, exact: true }, Region::Span { lo: b0, hi: b1, exact: true }) => {
+                Some(Region::span_minus(*a0, *a1, *b0, *b1))
+            }
+            _ => None,
+        }
+    }
+
+    /// `a0..=a1` minus `b0..=b1`, as exact spans.
+    fn span_minus(a0: isize, a1: isize, b0: isize, b1: isize) -> SmallVec<[Region; 4]> {
+        let mut out = SmallVec::new();
+        if a0 < b0 {
+            out.push(Region::Span { lo: a0, hi: (b0 - 1).min(a1), exact: true });
+        }
+        if b1 < a1 {
+            out.push(Region::Span { lo: (b1 + 1).max(a0), hi: a1, exact: true });
+        }
+        out
+    }
+
+    /// `a \ b` for boxes of one root: the union over axes `k` of the boxes
+    /// that agree with `a ∩ b` on the axes before `k`, lie in `a \ b` on
+    /// axis `k`, and take all of `a` after it (disjoint pieces).
+    fn box_minus(a: &IndexBox, b: &IndexBox, root: &Layout) -> Option<SmallVec<[Region; 4]>> {
+        if a.axes.len() != b.axes.len() || a.axes.len() != root.rank() {
+            return None;
+        }
+        let mut out = SmallVec::new();
+        let mut prefix: SmallVec<[Prog; 4]> = SmallVec::new();
+        for (k, (&pa, &pb)) in a.axes.iter().zip(&b.axes).enumerate() {
+            if pa.count == 0 || pb.count == 0 {
+                return None;
+            }
+            let (common, rest) = Run::of(pa).split(Run::of(pb))?;
+            for r in rest {
+                let mut axes = prefix.clone();
+                axes.push(r.prog());
+                axes.extend(a.axes[k + 1..].iter().copied());
+                out.push(Region::Box(Arc::new(IndexBox::new(axes, root))));
+            }
+            match common {
+                Some(c) => prefix.push(c.prog()),
+                // Disjoint on this axis: `a` is all that is left.
+                None => return Some(out),
+            }
+        }
+        Some(out)
+    }
+
+    /// Whether the region has no payload (`Empty` or `Full`).
+    #[inline]
+    fn is_empty_or_full(&self) -> bool {
+        matches!(self, Region::Empty | Region::Full)
+    }
+
     /// Whether every element of `other` is in `self` (false when unsure).
     pub(crate) fn covers(&self, other: &Region) -> bool {
+        // (As in `is_same`: decided on the variants before any payload is read.)
+        if matches!(other, Region::Empty) || matches!(self, Region::Full) {
+            return true;
+        }
+        if matches!(self, Region::Empty) || matches!(other, Region::Full) {
+            return false;
+        }
         match (self, other) {
             (_, Region::Empty) | (Region::Full, _) => true,
             (Region::Empty, _) | (_, Region::Full) => false,
@@ -211,5 +385,84 @@ mod tests {
         assert!(Region::Span { lo: 0, hi: 15, exact: true }.covers(&left));
         assert!(!Region::Span { lo: 0, hi: 15, exact: false }.covers(&left));
         assert!(!Region::Empty.may_overlap(&Region::Full));
+    }
+
+    /// The root indices of a box, brute force.
+    fn cells(b: &IndexBox) -> std::collections::BTreeSet<(isize, isize)> {
+        let mut out = std::collections::BTreeSet::new();
+        for i in set(b.axes[0]) {
+            for j in set(b.axes[1]) {
+                out.insert((i, j));
+            }
+        }
+        out
+    }
+
+    fn region_cells(r: &Region, root: &Layout) -> std::collections::BTreeSet<(isize, isize)> {
+        match r {
+            Region::Empty => Default::default(),
+            Region::Full => cells(&IndexBox::of_root(root).unwrap()),
+            Region::Box(b) => cells(b),
+            Region::Span { .. } => panic!("boxes subtract into boxes"),
+        }
+    }
+
+    /// Box differences are exact when they are given, never miss an element,
+    /// and are given for every pair of step-1 boxes.
+    #[test]
+    fn box_differences_are_exact() {
+        let root = Layout::contiguous(&[5, 6], crate::layout::Order::RowMajor);
+        let mut progs = vec![];
+        for start in 0..5isize {
+            for step in [-2isize, -1, 1, 2, 3] {
+                for count in 1..4usize {
+                    let last = start + step * (count as isize - 1);
+                    if (0..5).contains(&last) {
+                        progs.push(p(start, step, count));
+                    }
+                }
+            }
+        }
+        let mut exact = 0;
+        let mut boxes = vec![Region::Full];
+        for (k, &a) in progs.iter().enumerate() {
+            let b = progs[(k * 7 + 3) % progs.len()];
+            boxes.push(Region::Box(Arc::new(IndexBox::new([a, b].into_iter().collect(), &root))));
+        }
+        for x in &boxes {
+            for y in &boxes {
+                let (cx, cy) = (region_cells(x, &root), region_cells(y, &root));
+                let want: std::collections::BTreeSet<_> = cx.difference(&cy).copied().collect();
+                let step1 = |r: &Region| match r {
+                    Region::Box(b) => b.axes.iter().all(|q| q.count == 1 || q.step.abs() == 1),
+                    _ => true,
+                };
+                match x.subtract(y, &root) {
+                    Some(pieces) => {
+                        let mut got = std::collections::BTreeSet::new();
+                        for piece in &pieces {
+                            let c = region_cells(piece, &root);
+                            assert!(c.is_disjoint(&got), "{x:?} - {y:?}: pieces overlap");
+                            if let Region::Box(b) = piece {
+                                let span = IndexBox::new(b.axes.clone(), &root).span;
+                                assert_eq!(b.span, span);
+                            }
+                            got.extend(c);
+                        }
+                        assert_eq!(got, want, "{x:?} - {y:?}");
+                        exact += 1;
+                    }
+                    None => assert!(!(step1(x) && step1(y)), "{x:?} - {y:?} has step 1 and must be exact"),
+                }
+            }
+        }
+        assert!(exact > boxes.len() * boxes.len() / 2, "{exact} exact differences");
+        // Contiguous spans.
+        let sp = |lo, hi| Region::Span { lo, hi, exact: true };
+        let cut = sp(0, 29).subtract(&sp(5, 9), &root).unwrap();
+        assert!(matches!(&cut[..], [Region::Span { lo: 0, hi: 4, .. }, Region::Span { lo: 10, hi: 29, .. }]), "{cut:?}");
+        let cut = Region::Full.subtract(&sp(0, 9), &root).unwrap();
+        assert!(matches!(&cut[..], [Region::Span { lo: 10, hi: 29, .. }]), "{cut:?}");
+        assert!(sp(0, 29).subtract(&Region::Span { lo: 5, hi: 9, exact: false }, &root).is_none());
     }
 }

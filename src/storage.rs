@@ -78,6 +78,11 @@ impl Storage {
         self.bytes
     }
 
+    /// Whether this is memory the library does not own (made by [`Storage::wrap`]).
+    pub fn is_wrapped(&self) -> bool {
+        self.release.is_some()
+    }
+
 }
 
 impl Drop for Storage {

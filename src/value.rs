@@ -302,7 +302,29 @@ impl Value {
             return;
         }
         let mut s = self.state.lock();
-        s.poison.retain(|p| !region.covers(&p.region));
+        // Each error keeps the part of its region that this write did not
+        // cover: exactly, where the difference is a union of boxes or spans
+        // (see `Region::subtract`), else all of it (a read there may fail
+        // although it is clean, never the reverse).
+        if s.poison.iter().any(|p| region.may_overlap(&p.region)) {
+            let s = &mut *s;
+            let root = s.contents.as_deref().map(|c| &c.layout);
+            let mut kept = ThinVec::with_capacity(s.poison.len());
+            for p in s.poison.drain(..) {
+                if region.covers(&p.region) {
+                    continue;
+                }
+                match root.and_then(|root| p.region.subtract(region, root)) {
+                    Some(pieces) => {
+                        for piece in pieces {
+                            kept.push(Poison { region: piece, pos: p.pos, error: p.error.clone() });
+                        }
+                    }
+                    None => kept.push(p),
+                }
+            }
+            s.poison = kept;
+        }
         if s.poison.is_empty() && self.word().poisoned.load(Ordering::Relaxed) {
             self.word().poisoned.store(false, Ordering::Release);
             POISONED_VALUES.fetch_sub(1, Ordering::Release);

@@ -29,7 +29,7 @@ use super::native::copy_layouts;
 use crate::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::dispatch::{Backend, BackendKind, HostBuffer, Issued, NativeOp, OpTag, Outcome, RunCtx, ScalarSlot};
 use crate::domain::Domain;
-use crate::dtype::{DType, Element, Scalar};
+use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
 use crate::ops::ResolvedView;
@@ -106,7 +106,7 @@ fn join(dev: &dyn Device, cx: &RunCtx) -> Result<StreamId> {
 
 /// A planned operation.
 enum Plan<'a> {
-    Fill(Scalar),
+    Fill(Imm),
     Scale(Scalar),
     Axpy(Scalar),
     /// Device to device.
@@ -140,7 +140,7 @@ fn plan<'a>(op: &'a NativeOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
     let on_device = |x: &ResolvedView<'_>| x.domain != Domain::Host;
     Ok(match op {
         NativeOp::Fill(s) => Plan::Fill(*s),
-        NativeOp::Scale(s) => Plan::Scale(*s),
+        NativeOp::Scale(s) => Plan::Scale(s.scalar()),
         NativeOp::Axpy(s) => {
             if v[1].conj && v[1].dtype.is_complex() {
                 return Err("cuBLAS axpy cannot conjugate x".into());
@@ -305,11 +305,11 @@ fn normalized(v: &ResolvedView<'_>) -> (isize, SmallVec<[isize; 4]>) {
     (base, strides)
 }
 
-unsafe fn fill(dev: &dyn Device, s: StreamId, v: &ResolvedView<'_>, x: Scalar) -> Result<()> {
+unsafe fn fill(dev: &dyn Device, s: StreamId, v: &ResolvedView<'_>, x: Imm) -> Result<()> {
     let es = v.dtype.size();
     let mut bytes = [0u8; 16];
     with_element_type!(v.dtype, T => {
-        let val = T::from_scalar(x);
+        let val = T::from_imm(x);
         // SAFETY: reading the bytes of a plain Copy value of size `es`.
         bytes[..es].copy_from_slice(unsafe { std::slice::from_raw_parts((&val as *const T).cast::<u8>(), es) });
     });

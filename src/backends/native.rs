@@ -4,7 +4,7 @@
 use super::dense::{self, Operand};
 use crate::dispatch::{Backend, BackendKind, HostBuffer, NativeOp, OpTag, Outcome, RunCtx};
 use crate::domain::Domain;
-use crate::dtype::{DType, Element, Scalar};
+use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{for_each_run, Layout};
 use crate::ops::ResolvedView;
@@ -76,9 +76,9 @@ fn shape_error(what: &'static str, a: &[usize], b: &[usize]) -> Error {
 ///
 /// # Safety
 /// `v` must address writable elements that no one else accesses meanwhile.
-unsafe fn fill(v: &ResolvedView<'_>, s: Scalar) {
+unsafe fn fill(v: &ResolvedView<'_>, s: Imm) {
     with_element_type!(v.dtype, T => {
-        let x = T::from_scalar(s);
+        let x = T::from_imm(s);
         let base = v.ptr as *mut T;
         for_each_run(v.extents, [0], [v.strides], |[o], n, [st]| {
             for i in 0..n as isize {
@@ -92,9 +92,9 @@ unsafe fn fill(v: &ResolvedView<'_>, s: Scalar) {
 ///
 /// # Safety
 /// As for [`fill`].
-unsafe fn scale(v: &ResolvedView<'_>, s: Scalar) {
+unsafe fn scale(v: &ResolvedView<'_>, s: Imm) {
     with_element_type!(v.dtype, T => {
-        let a = T::from_scalar(s);
+        let a = T::from_imm(s);
         let base = v.ptr as *mut T;
         for_each_run(v.extents, [0], [v.strides], |[o], n, [st]| {
             for i in 0..n as isize {

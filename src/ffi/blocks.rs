@@ -144,7 +144,9 @@ pub extern "C" fn ta_blocks_tile(
     })
 }
 
-/// One view over the tiles `lo[k]..hi[k]` on each axis of a tiled array: a
+/// One view over the tiles `lo[k]` up to but not including `hi[k]` on each
+/// axis of a tiled array (`hi` is exclusive, unlike the inclusive `last` of
+/// `ta_blocks_coalesce_range`): a
 /// strided sub-array that enrolls in every covered tile's queue as one
 /// composite hazard set (its reads wait for each tile's writers; its writes
 /// are exclusive over all of them).
@@ -167,7 +169,8 @@ pub extern "C" fn ta_blocks_coalesce(
     })
 }
 
-/// One view over list blocks `first..=last`, which must be adjacent and stack
+/// One view over list blocks `first` to `last`, both included (`last` is
+/// inclusive, unlike `hi` of `ta_blocks_coalesce`), which must be adjacent and stack
 /// into one dense array (equal extents but for the slowest axis):
 /// `TA_STATUS_NOT_CONTIGUOUS` otherwise.
 #[no_mangle]

@@ -41,8 +41,19 @@ pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
     }
 }
 
+/// A string buffer argument: NULL is allowed only with `cap` 0
+/// (`TA_STATUS_NULL_POINTER` otherwise).
+pub(crate) fn check_buf(buf: *mut c_char, cap: usize, origin: &'static str) -> Result<(), crate::error::Error> {
+    if buf.is_null() && cap > 0 {
+        need(buf, origin, "buf")
+    } else {
+        Ok(())
+    }
+}
+
 /// Copy `s` into `buf` (capacity `cap` bytes, always NUL-terminated when
-/// `cap > 0`, truncated if needed) and store its full length in `*len`.
+/// `cap > 0`, truncated if needed; checked with [`check_buf`]) and store its
+/// full length in `*len`.
 pub(crate) fn copy_str(s: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
     if !buf.is_null() && cap > 0 {
         let n = s.len().min(cap - 1);
@@ -81,23 +92,46 @@ pub extern "C" fn ta_error_code(error: *const ta_error, code_out: *mut i64) -> t
 }
 
 /// Copy the error's message into `buf` (`cap` bytes, NUL-terminated, truncated
-/// if needed; `buf` may be NULL when `cap` is 0) and store its full length,
-/// without the NUL, in `*len_out` (may be NULL).
+/// if needed; `buf` may be NULL only when `cap` is 0, otherwise
+/// `TA_STATUS_NULL_POINTER`) and store its full length, without the NUL, in
+/// `*len_out` (may be NULL). Call it with `cap` 0 first to learn the length.
 #[no_mangle]
 pub extern "C" fn ta_error_message(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
     guard("ta_error_message", std::ptr::null_mut(), || {
         let e = error_arg(error, "ta_error_message", "error")?;
+        check_buf(buf, cap, "ta_error_message")?;
         copy_str(e.message(), buf, cap, len_out);
         Ok(())
     })
 }
 
-/// Copy the name of the operation where the error started, as `ta_error_message` does.
+/// The origin of `e` as the C API names it: the library's operations carry
+/// a tag (`fill`, `tensor_slice`), rendered as the C function's name
+/// (`ta_fill`, `ta_tensor_slice`); a name the caller gave (a user kernel's)
+/// is kept as given.
+pub(crate) fn c_origin(e: &crate::Error) -> std::borrow::Cow<'_, str> {
+    let o = e.origin();
+    if e.origin_is_library() && o == "kernel" {
+        // A user kernel submitted without a name.
+        std::borrow::Cow::Borrowed("ta_kernel_submit")
+    } else if e.origin_is_library() && !o.starts_with("ta_") && !o.is_empty() && o != "cuda" {
+        // ("cuda": a CUDA driver failure, which no one C function starts.)
+        std::borrow::Cow::Owned(format!("ta_{o}"))
+    } else {
+        std::borrow::Cow::Borrowed(o)
+    }
+}
+
+/// Copy the name of the operation where the error started, as
+/// `ta_error_message` does: the C function that was called (for example
+/// `"ta_tensor_slice"`, `"ta_fill"`), or for a user kernel the name given to
+/// `ta_kernel_submit`.
 #[no_mangle]
 pub extern "C" fn ta_error_origin(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
     guard("ta_error_origin", std::ptr::null_mut(), || {
         let e = error_arg(error, "ta_error_origin", "error")?;
-        copy_str(e.origin(), buf, cap, len_out);
+        check_buf(buf, cap, "ta_error_origin")?;
+        copy_str(&c_origin(&e), buf, cap, len_out);
         Ok(())
     })
 }

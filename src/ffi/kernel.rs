@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void, CStr};
 use smallvec::SmallVec;
 
 use super::ops::{submit_borrowing, submit_in};
-use super::tensor::array_arg;
+use super::tensor::list_arg;
 use super::{guard, need, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use crate::error::{Error, Status};
@@ -83,7 +83,8 @@ pub(crate) fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl
 
 /// Submit a user kernel. `kernel(views, nviews, userdata, ctx)` runs once the
 /// accesses are granted, with one resolved view per entry of `accesses`, in
-/// order. `name` (may be NULL) names the operation in error objects; it is not
+/// order (any number of them; disjoint views of one tensor may be declared
+/// together). `name` (may be NULL) names the operation in error objects; it is not
 /// copied, so it must stay valid until the operation completes (a string
 /// literal always does). A return
 /// value other than `TA_STATUS_OK` fails the operation and poisons every
@@ -108,7 +109,7 @@ pub extern "C" fn ta_kernel_submit(
         let Some(f) = kernel else {
             return Err(Error::new(Status::NullPointer, O, "argument `kernel` is NULL"));
         };
-        let acc = array_arg(accesses, naccesses, O, "accesses")?;
+        let acc = list_arg(accesses, naccesses, O, "accesses")?;
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
         submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {

@@ -14,7 +14,7 @@ use crate::ops::{self, ScalarArg, Uplo};
 use crate::Tensor;
 
 fn sc(s: ta_scalar) -> Scalar {
-    Scalar { re: s.re, im: s.im }
+    Scalar::complex(s.re, s.im)
 }
 
 fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
@@ -33,6 +33,11 @@ fn three(c: *const ta_tensor, a: *const ta_tensor, b: *const ta_tensor, origin: 
 /// exist with the product's shape (`TA_STATUS_SHAPE_MISMATCH`, known at
 /// submission). Transposed and conj views of `A` and `B` are used without
 /// copies. `alpha`/`beta` are immediate; see `ta_gemm_t` for 0-d tensors.
+/// With `beta` 0, `C`'s old values are not read (NaN in `C` does not
+/// propagate), but `C` must still exist with the right shape. The linear
+/// algebra operations (gemm family, contract, permute, conj, sum, dot,
+/// norm2, potrf, trsm, syrk) take float and complex dtypes only
+/// (`TA_STATUS_UNSUPPORTED` for integer ones).
 #[no_mangle]
 pub extern "C" fn ta_gemm(
     c: *const ta_tensor,
@@ -74,7 +79,8 @@ pub extern "C" fn ta_gemm_t(
 
 /// `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense
 /// row-major, the product's shape), a whole `C` of another shape gets new
-/// storage (refused while it has views), and a `C` of the right shape is
+/// storage (refused while it has views, and for a `C` that wraps caller
+/// memory: `TA_STATUS_SHAPE_MISMATCH`), and a `C` of the right shape is
 /// written in place.
 #[no_mangle]
 pub extern "C" fn ta_assign_product(
@@ -179,8 +185,11 @@ pub extern "C" fn ta_contract(
 }
 
 /// `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
-/// `src`), materialised; an unconstructed `dst` is constructed. (For a view
-/// without copying, see `ta_tensor_permute`.)
+/// `src`), materialised; an unconstructed `dst` is constructed, a `dst` the
+/// library owns of another shape gets new storage, and a `dst` that wraps
+/// caller memory (or is a view) must have the result's shape
+/// (`TA_STATUS_SHAPE_MISMATCH`). (For a view without copying, see
+/// `ta_tensor_permute`.)
 #[no_mangle]
 pub extern "C" fn ta_permute(
     dst: *const ta_tensor,
@@ -199,8 +208,9 @@ pub extern "C" fn ta_permute(
     })
 }
 
-/// `dst = conj(src)`, materialised (a copy for real dtypes); an unconstructed
-/// `dst` is constructed. (For a lazy view, see `ta_tensor_conj`.)
+/// `dst = conj(src)`, materialised (a copy for real dtypes); `dst` is
+/// constructed or reshaped as `ta_permute` says. (For a lazy view, see
+/// `ta_tensor_conj`.)
 #[no_mangle]
 pub extern "C" fn ta_conj(
     dst: *const ta_tensor,
@@ -218,7 +228,11 @@ pub extern "C" fn ta_conj(
 
 /// The sum of `x` over `axes` (`naxes` of them) into `out`, a tensor of the
 /// remaining axes; `axes` NULL sums every element into a 0-d `out`. An
-/// unconstructed `out` is constructed.
+/// unconstructed `out` is constructed; an owned `out` of another shape gets
+/// new storage. An `out` that wraps caller memory keeps it: a 0-d result is
+/// written into a one-element `out` of any rank, any other shape change is
+/// `TA_STATUS_SHAPE_MISMATCH`. `ta_dot` and `ta_norm2` treat their `out` the
+/// same way.
 #[no_mangle]
 pub extern "C" fn ta_sum(
     out: *const ta_tensor,
@@ -275,8 +289,10 @@ pub extern "C" fn ta_norm2(
 
 /// In-place Cholesky factorisation of a square matrix: with
 /// `TA_UPLO_LOWER`, `A = L·L^H` and `L` overwrites the lower triangle (the
-/// strict upper triangle is untouched). A matrix that is not positive
-/// definite fails the operation and poisons `A`.
+/// strict upper triangle is neither read nor written). A matrix that is not
+/// positive definite fails the operation with `TA_STATUS_INVALID_ARGUMENT`
+/// ("the leading minor of order k is not positive definite") and poisons
+/// `A`.
 #[no_mangle]
 pub extern "C" fn ta_potrf(
     a: *const ta_tensor,
@@ -295,7 +311,8 @@ pub extern "C" fn ta_potrf(
 
 /// Triangular solve: `A·X = alpha·B` (`TA_SIDE_LEFT`) or `X·A = alpha·B`
 /// (`TA_SIDE_RIGHT`), `X` overwriting `B`. `uplo` and `diag` describe `A` as
-/// given: a transposed view of a lower `L` is `TA_UPLO_UPPER`.
+/// given: a transposed view of a lower `L` is `TA_UPLO_UPPER`. Only the named
+/// triangle of `A` is read.
 #[no_mangle]
 pub extern "C" fn ta_trsm(
     b: *const ta_tensor,
@@ -354,6 +371,7 @@ pub extern "C" fn ta_syrk(
 pub extern "C" fn ta_blas_info(buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
     const O: &str = "ta_blas_info";
     guard(O, std::ptr::null_mut(), || {
+        super::error::check_buf(buf, cap, O)?;
         let info = crate::backends::blas::blas_info()
             .ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
         super::error::copy_str(&info, buf, cap, len_out);

@@ -144,8 +144,18 @@ pub(crate) fn make_handle<T>(obj: Object, origin: &'static str) -> Result<*mut T
 
 /// Free a handle of `kind` (NULL is a no-op), under the panic guard.
 pub(crate) fn free_handle(h: u64, kind: Kind) -> ta_status {
-    guard("free", std::ptr::null_mut(), || match handles::remove(h, kind) {
+    #[allow(unreachable_patterns)] // (kinds added later fall back to a generic name)
+    let origin = match kind {
+        Kind::Runtime => "ta_runtime_free",
+        Kind::Tensor => "ta_tensor_free",
+        Kind::Event => "ta_event_free",
+        Kind::Cq => "ta_cq_free",
+        Kind::Error => "ta_error_free",
+        Kind::Blocks => "ta_blocks_free",
+        _ => "ta_free",
+    };
+    guard(origin, std::ptr::null_mut(), || match handles::remove(h, kind) {
         Status::Ok => Ok(()),
-        s => Err(Error::new(s, "free", s.description())),
+        s => Err(Error::new(s, origin, s.description())),
     })
 }

@@ -7,7 +7,7 @@ use super::tensor::{array_arg, layout_arg};
 use super::{cq_arg, guard, make_handle, need, put, raw, runtime_arg, runtime_in, tensor_in};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use crate::dispatch::Selector;
-use crate::dtype::Scalar;
+use crate::dtype::{Imm, Scalar};
 use crate::error::{Error, Status};
 use crate::layout::Order;
 use crate::ops::{self, Submit};
@@ -188,12 +188,18 @@ fn lock_runtime(b: &mut Borrows, opts: *const ta_submit) {
 }
 
 fn scalar(s: ta_scalar) -> Scalar {
-    Scalar { re: s.re, im: s.im }
+    Scalar::complex(s.re, s.im)
 }
 
-/// Set every element of `tensor` to `value` (an overwrite: a poisoned tensor
-/// becomes clean). `opts` may be NULL; `event_out` (may be NULL) receives an
-/// event for the operation.
+/// Set every element of `tensor` to `value` (an overwrite: the elements it
+/// writes become clean). `value` must be representable in the dtype: real
+/// dtypes need `im == 0`, integer dtypes an integral `re` the dtype holds
+/// (every such double is exact; for 64-bit values no double names use
+/// `ta_fill_i64`/`ta_fill_u64`), otherwise `TA_STATUS_INVALID_ARGUMENT`.
+/// `opts` may be NULL; `event_out` (may be NULL) receives an event for the
+/// operation. A submission that returns an error fires no callback, queues
+/// no completion entry and returns no event (this holds for every
+/// operation).
 #[no_mangle]
 pub extern "C" fn ta_fill(
     tensor: *const ta_tensor,
@@ -207,6 +213,8 @@ pub extern "C" fn ta_fill(
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` fails the operation).
+/// `alpha` is checked as `ta_fill` checks its value. Integer arithmetic
+/// wraps (two's complement), in this and every other operation.
 #[no_mangle]
 pub extern "C" fn ta_scale(
     x: *const ta_tensor,
@@ -217,6 +225,62 @@ pub extern "C" fn ta_scale(
 ) -> ta_status {
     const O: &str = "ta_scale";
     guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, scalar(alpha), s)))
+}
+
+/// `ta_fill` with an exact 64-bit signed integer (a double cannot name every
+/// one): an integer tensor takes `value` exactly if its dtype holds it
+/// (otherwise `TA_STATUS_INVALID_ARGUMENT`); a floating-point or complex
+/// tensor takes the nearest value of its dtype.
+#[no_mangle]
+pub extern "C" fn ta_fill_i64(
+    tensor: *const ta_tensor,
+    value: i64,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_fill_i64";
+    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, Imm::int(value), s)))
+}
+
+/// `ta_fill` with an exact 64-bit unsigned integer, as `ta_fill_i64`.
+#[no_mangle]
+pub extern "C" fn ta_fill_u64(
+    tensor: *const ta_tensor,
+    value: u64,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_fill_u64";
+    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, Imm::uint(value), s)))
+}
+
+/// `ta_scale` with an exact 64-bit signed integer `alpha`, checked as
+/// `ta_fill_i64` checks its value (integer products wrap).
+#[no_mangle]
+pub extern "C" fn ta_scale_i64(
+    x: *const ta_tensor,
+    alpha: i64,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_scale_i64";
+    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, Imm::int(alpha), s)))
+}
+
+/// `ta_scale` with an exact 64-bit unsigned integer `alpha`, as `ta_scale_i64`.
+#[no_mangle]
+pub extern "C" fn ta_scale_u64(
+    x: *const ta_tensor,
+    alpha: u64,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_scale_u64";
+    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, Imm::uint(alpha), s)))
 }
 
 /// `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
@@ -235,7 +299,10 @@ pub extern "C" fn ta_axpy(
 }
 
 /// `dst = src` element by element, for any strides of either. Constructs an
-/// unconstructed `dst` (dense row-major) and clears a poison on `dst`.
+/// unconstructed `dst` (dense row-major); a constructed `dst` must have
+/// `src`'s extents (`TA_STATUS_SHAPE_MISMATCH`). Cleans the poison of what it
+/// writes. Moves data across domains (host and CUDA devices, either way)
+/// without `TA_SUBMIT_TRANSFER`.
 #[no_mangle]
 pub extern "C" fn ta_copy(
     dst: *const ta_tensor,

@@ -47,7 +47,8 @@ pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *m
 /// callback fires exactly once. Later submissions fail with
 /// `TA_STATUS_SHUTDOWN`, except, while draining, those made by the runtime's
 /// own running kernels and callbacks (follow-up work of the work being drained). Fails with `TA_STATUS_WOULD_DEADLOCK` when called
-/// from one of the runtime's own workers.
+/// from one of the runtime's own workers. Shutting down a runtime that is
+/// already shut down returns `TA_STATUS_OK` at once.
 #[no_mangle]
 pub extern "C" fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutdown, error: *mut *mut ta_error) -> ta_status {
     guard("ta_runtime_shutdown", error, || {
@@ -63,7 +64,9 @@ pub extern "C" fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutd
 
 /// Drain and stop a runtime made by `ta_runtime_new`, then free its handle
 /// (blocks until submitted work is done). For a handle from
-/// `ta_runtime_default`, only the handle is freed. NULL is a no-op.
+/// `ta_runtime_default`, only the handle is freed. NULL is a no-op. Called
+/// from one of the runtime's own workers (a kernel or callback), it frees
+/// nothing and returns `TA_STATUS_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
     if runtime.is_null() {

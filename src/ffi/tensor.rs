@@ -31,11 +31,16 @@ pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Erro
     }
 }
 
-/// Read `rank` entries from a C array (NULL allowed when `rank` is 0).
+/// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
 pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
     if rank > MAX_RANK {
-        return Err(Error::new(Status::InvalidArgument, origin, format!("rank {rank} exceeds {MAX_RANK}")));
+        return Err(Error::new(Status::InvalidArgument, origin, format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes")));
     }
+    list_arg(p, rank, origin, what)
+}
+
+/// Read `len` entries from a C array of any length (NULL allowed when `len` is 0).
+pub(crate) fn list_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
     if rank == 0 {
         return Ok(&[]);
     }
@@ -342,7 +347,7 @@ pub struct ta_slice {
     pub drop: i32,
 }
 
-fn view_out(
+fn make_view(
     origin: &'static str,
     tensor: *const ta_tensor,
     view_out: *mut *mut ta_tensor,
@@ -359,13 +364,22 @@ fn view_out(
 /// The view shares the tensor's epoch queue, keeps its storage alive after
 /// every other handle is freed, and writes through it update the tensor.
 /// Operations on disjoint slices of one tensor run concurrently.
-/// `TA_STATUS_OUT_OF_RANGE` for indices outside the axis.
+/// Each `ta_slice` selects `start, start + step, ...` before `stop`
+/// (exclusive; with a negative step `start` is the highest index and `stop`
+/// the one below the last, -1 to run through index 0). Indices do not wrap
+/// around: a negative `start` is `TA_STATUS_OUT_OF_RANGE`, as is any index
+/// outside the axis; `step` 0 is `TA_STATUS_INVALID_ARGUMENT`. `drop` != 0
+/// removes the axis and needs exactly one index, `{i, i + 1, 1, 1}`
+/// (`TA_STATUS_INVALID_ARGUMENT` otherwise). A slice with a zero extent is a
+/// valid, empty view. Poison is tracked per element: a failed write through
+/// a view poisons only the elements it wrote, and a later overwrite cleans
+/// exactly what it writes.
 #[no_mangle]
 pub extern "C" fn ta_tensor_slice(
     tensor: *const ta_tensor,
     slices: *const ta_slice,
     nslices: usize,
-    view_out_: *mut *mut ta_tensor,
+    view_out: *mut *mut ta_tensor,
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_tensor_slice";
@@ -377,7 +391,7 @@ pub extern "C" fn ta_tensor_slice(
                 Ok(crate::SliceSpec { start: conv(s.start)?, stop: conv(s.stop)?, step: conv(s.step)?, drop: s.drop != 0 })
             })
             .collect::<Result<_, Error>>()?;
-        view_out(O, tensor, view_out_, |t| t.slice(&specs))
+        make_view(O, tensor, view_out, |t| t.slice(&specs))
     })
 }
 
@@ -388,30 +402,30 @@ pub extern "C" fn ta_tensor_permute(
     tensor: *const ta_tensor,
     perm: *const usize,
     rank: usize,
-    view_out_: *mut *mut ta_tensor,
+    view_out: *mut *mut ta_tensor,
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_tensor_permute";
     guard(O, error, || {
         let perm = array_arg(perm, rank, O, "perm")?;
-        view_out(O, tensor, view_out_, |t| t.permute(perm))
+        make_view(O, tensor, view_out, |t| t.permute(perm))
     })
 }
 
 /// A view with the axes in reverse order (the transpose of a matrix).
 #[no_mangle]
-pub extern "C" fn ta_tensor_transpose(tensor: *const ta_tensor, view_out_: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_transpose(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
     const O: &str = "ta_tensor_transpose";
-    guard(O, error, || view_out(O, tensor, view_out_, Tensor::transpose))
+    guard(O, error, || make_view(O, tensor, view_out, Tensor::transpose))
 }
 
 /// A read-only conjugate view: lazy for complex dtypes (kernels see the conj
 /// flag in `ta_view.conj`, and library operations honour it), the identity
 /// for real dtypes. Using it as an output fails with `TA_STATUS_READ_ONLY`.
 #[no_mangle]
-pub extern "C" fn ta_tensor_conj(tensor: *const ta_tensor, view_out_: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_conj(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
     const O: &str = "ta_tensor_conj";
-    guard(O, error, || view_out(O, tensor, view_out_, Tensor::conj))
+    guard(O, error, || make_view(O, tensor, view_out, Tensor::conj))
 }
 
 /// A view with new extents over the same elements, read in `order`. The
@@ -423,14 +437,14 @@ pub extern "C" fn ta_tensor_reshape(
     rank: usize,
     extents: *const usize,
     order: ta_order,
-    view_out_: *mut *mut ta_tensor,
+    view_out: *mut *mut ta_tensor,
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_tensor_reshape";
     guard(O, error, || {
         let ext = array_arg(extents, rank, O, "extents")?;
         let order = order_arg(order, O)?;
-        view_out(O, tensor, view_out_, |t| t.reshape(ext, order))
+        make_view(O, tensor, view_out, |t| t.reshape(ext, order))
     })
 }
 
@@ -465,7 +479,9 @@ pub extern "C" fn ta_tensor_clone(
     })
 }
 
-/// Whether `tensor` is a view of another tensor (stores 1 or 0).
+/// Whether `tensor` is a view of another tensor (stores 1 or 0). A block of
+/// a block array (`ta_blocks_block`, `ta_blocks_tile`) is a tensor of its
+/// own and reports 0.
 #[no_mangle]
 pub extern "C" fn ta_tensor_is_view(tensor: *const ta_tensor, is_view_out: *mut i32) -> ta_status {
     guard("ta_tensor_is_view", std::ptr::null_mut(), || {

@@ -3,7 +3,7 @@
 use super::submit::{submit, Locked, Submit};
 use super::Body;
 use crate::dispatch::{self, NativeOp, OpTag};
-use crate::dtype::Scalar;
+use crate::dtype::{Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::Event;
@@ -43,8 +43,9 @@ pub(crate) fn same_extents(origin: &'static str, l: &Locked<'_>, a: usize, b: us
 }
 
 /// Set every element of `t` to `value` (an overwrite: clears a poison).
-pub fn fill(t: &Tensor, value: Scalar, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "fill";
+    let value = value.into();
     value.check_for(t.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: NativeOp::Fill(value), candidates };
@@ -52,8 +53,9 @@ pub fn fill(t: &Tensor, value: Scalar, opts: Submit<'_>) -> Result<Option<Event>
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` stays poisoned).
-pub fn scale(x: &Tensor, alpha: Scalar, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "scale";
+    let alpha = alpha.into();
     alpha.check_for(x.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: NativeOp::Scale(alpha), candidates };

@@ -103,8 +103,10 @@ fn extents_of(l: &Locked<'_>, i: usize) -> Extents {
 /// An output of shape `want` that may be constructed (unconstructed), written
 /// in place (same shape), or replaced with new storage (another shape; only a
 /// whole value with no views, since views and earlier accesses keep the old
-/// storage).
-fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], origin: &'static str) -> Result<()> {
+/// storage, and never for wrapped user memory). `scalar_fits`: the kernel
+/// writes a 0-d result into any one-element output, so wrapped user memory
+/// of one element takes it in place.
+fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], scalar_fits: bool, origin: &'static str) -> Result<()> {
     let domain = l.domain(i);
     match l.layout(i).map(|x| x.extents.clone()) {
         Some(have) if have.as_slice() == want => Ok(()),
@@ -113,6 +115,16 @@ fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], or
             Ok(())
         }
         Some(have) => {
+            if l.wraps_user_memory(i) {
+                if scalar_fits && want.is_empty() && have.iter().product::<usize>() == 1 {
+                    return Ok(());
+                }
+                return Err(Error::new(
+                    Status::ShapeMismatch,
+                    origin,
+                    format!("the output wraps caller memory of extents {have:?}; the result has extents {want:?}"),
+                ));
+            }
             if l.is_view(i) {
                 return Err(Error::new(
                     Status::ShapeMismatch,
@@ -181,7 +193,7 @@ fn gemm_like<'a>(
         if beta.is_some() {
             require_output(l, 0, &shape, origin)
         } else {
-            prepare_output(l, 0, dtype, &shape, origin)
+            prepare_output(l, 0, dtype, &shape, false, origin)
         }
     })
 }
@@ -249,7 +261,7 @@ pub fn contract<'a>(
         if beta_slot.is_some() {
             require_output(l, 0, &shape, O)
         } else {
-            prepare_output(l, 0, dtype, &shape, O)
+            prepare_output(l, 0, dtype, &shape, false, O)
         }
     })
 }
@@ -269,7 +281,7 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
             return Err(Error::new(Status::InvalidArgument, O, format!("{perm:?} is not a permutation of the {} axes of {se:?}", se.len())));
         }
         let want: Vec<usize> = perm.iter().map(|&p| se[p]).collect();
-        prepare_output(l, 0, dtype, &want, O)
+        prepare_output(l, 0, dtype, &want, false, O)
     })
 }
 
@@ -283,7 +295,7 @@ pub fn conj(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
     let body = native(NativeOp::ConjCopy, dtype, dst, &opts, O)?;
     submit(O, O, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
         let want = extents_of(l, 1);
-        prepare_output(l, 0, dtype, &want, O)
+        prepare_output(l, 0, dtype, &want, false, O)
     })
 }
 
@@ -327,7 +339,7 @@ fn reduction(origin: &'static str, out: &Tensor, inputs: &[&Tensor], op: NativeO
             ));
         }
         let want = dense::sum_shape(&xe, axes).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
-        prepare_output(l, 0, want_dtype, &want, origin)
+        prepare_output(l, 0, want_dtype, &want, axes.is_none(), origin)
     })
 }
 

@@ -100,6 +100,13 @@ impl Locked<'_> {
         self.operands[i].0.is_view()
     }
 
+    /// Whether operand `i` is a whole value whose storage is memory the
+    /// library does not own (wrapped user memory): it is never replaced.
+    pub(crate) fn wraps_user_memory(&self, i: usize) -> bool {
+        let state = self.guards.get(self.slot[i]).expect("every operand's lock is taken");
+        state.contents.as_ref().is_some_and(|c| c.storage().is_wrapped())
+    }
+
     /// Give whole-value operand `i` new contents (another shape). Refused while
     /// the value has views (they would keep showing the old storage), and for
     /// a block of a block array (its storage is part of the array's).
@@ -209,6 +216,17 @@ pub(crate) fn submit(
     enroll(name, origin, operands, &hz, &guard_of, &slot, body, opts, plan)
 }
 
+/// The error for the first operand that the operation reads while it is unconstructed.
+#[inline(always)]
+fn unconstructed_input(locked: &Locked<'_>, operands: &[(&Tensor, Mode)], origin: &'static str) -> Result<()> {
+    for (i, (_, m)) in operands.iter().enumerate() {
+        if m.reads() && locked.layout(i).is_none() {
+            return Err(Error::new(Status::Unconstructed, origin, format!("operand {i} is unconstructed and this operation reads it")));
+        }
+    }
+    Ok(())
+}
+
 /// Admit the operation, lock its values, run `plan`, and enroll every
 /// access before any lock is released. `hz` is sorted by value address;
 /// `guard_of[x]` numbers the distinct values in that order (the lock that
@@ -257,7 +275,9 @@ fn enroll(
         }
     }
 
-    let checked = plan(&mut locked).and_then(|()| {
+    // Reading an unconstructed operand is refused before the plan looks at
+    // shapes (an unconstructed operand has none).
+    let checked = unconstructed_input(&locked, operands, origin).and_then(|()| plan(&mut locked)).and_then(|()| {
         for (i, (_, m)) in operands.iter().enumerate() {
             if locked.layout(i).is_none() {
                 let what = if m.reads() { "reads" } else { "writes" };

@@ -27,8 +27,8 @@ pub(crate) fn inputs_in(origin: &'static str, domain: Domain, inputs: &[&Tensor]
                 Status::DomainMismatch,
                 origin,
                 format!(
-                    "an input lives on {} and the output on {domain}: copy it first, or ask for a transfer \
-                     (Submit::transfer, TA_SUBMIT_TRANSFER)",
+                    "an input lives on {} and the output on {domain}: copy it first (ta_copy), or set \
+                     TA_SUBMIT_TRANSFER in the submission's flags",
                     t.domain()
                 ),
             ));
