@@ -57,6 +57,17 @@ static ta_status deferring_kernel(const ta_view *views, size_t nviews, void *use
     return 99; /* ignored once deferred */
 }
 
+/* A kernel that defers and finishes its own token before it returns. */
+static ta_status self_finishing_kernel(const ta_view *views, size_t nviews, void *userdata, ta_kernel_ctx *ctx) {
+    (void)nviews;
+    ta_status *out = (ta_status *)userdata;
+    ta_token *tok = NULL;
+    out[0] = ta_kernel_defer(ctx, &tok);
+    ((double *)views[0].data)[0] = 123;
+    out[1] = ta_token_finish(tok, 9, "finished inside the kernel");
+    return TA_STATUS_OK; /* ignored: the token's status counts */
+}
+
 static size_t g_released;
 static void on_release(void *ud, void *data) { (void)ud; (void)data; atomic_inc((long *)&g_released); }
 
@@ -229,6 +240,27 @@ int main(void) {
         CHECK_STATUS(ta_kernel_defer(NULL, &d.token), TA_STATUS_NULL_HANDLE);
         pthread_mutex_destroy(&d.mu);
         pthread_cond_destroy(&d.cv);
+    }
+
+    /* A token finished before its kernel returned: the operation completes with the token's status. */
+    {
+        ta_tensor *t = vec4(1, 2, 3, 4);
+        ta_status st[2] = { TA_STATUS_INTERNAL, TA_STATUS_INTERNAL };
+        ta_access a = { t, TA_MODE_UPDATE };
+        ta_event *ev = NULL;
+        MUST(ta_kernel_submit(self_finishing_kernel, st, "self_finishing", &a, 1, NULL, &ev, NULL));
+        CHECK_STATUS(wait_event(ev, 60), TA_STATUS_KERNEL_FAILED);
+        CHECK_STATUS(st[0], TA_STATUS_OK);
+        CHECK_STATUS(st[1], TA_STATUS_OK);
+        ta_error *e = event_error(ev);
+        char msg[64];
+        int64_t code = 0;
+        ta_error_code(e, &code);
+        CHECK(code == 9 && strcmp(err_message(e, msg, sizeof msg), "finished inside the kernel") == 0, "early finish: code %lld, %s",
+              (long long)code, msg);
+        ta_error_free(e);
+        ta_event_free(ev);
+        ta_tensor_free(t);
     }
 
     /* Shutdown with cancel: completed as cancelled, storage kept until the finish. */
