@@ -217,7 +217,7 @@ pub(crate) fn submit(
 }
 
 /// The error for the first operand that the operation reads while it is unconstructed.
-#[inline(always)]
+#[cold]
 fn unconstructed_input(locked: &Locked<'_>, operands: &[(&Tensor, Mode)], origin: &'static str) -> Result<()> {
     for (i, (_, m)) in operands.iter().enumerate() {
         if m.reads() && locked.layout(i).is_none() {
@@ -275,9 +275,10 @@ fn enroll(
         }
     }
 
-    // Reading an unconstructed operand is refused before the plan looks at
-    // shapes (an unconstructed operand has none).
-    let checked = unconstructed_input(&locked, operands, origin).and_then(|()| plan(&mut locked)).and_then(|()| {
+    // Reading an unconstructed operand is refused with its own status even
+    // where the plan failed first on its missing shape (checked only on the
+    // plan's error path, so an accepted submission pays nothing for it).
+    let checked = plan(&mut locked).map_err(|e| unconstructed_input(&locked, operands, origin).err().unwrap_or(e)).and_then(|()| {
         for (i, (_, m)) in operands.iter().enumerate() {
             if locked.layout(i).is_none() {
                 let what = if m.reads() { "reads" } else { "writes" };
