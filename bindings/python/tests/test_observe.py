@@ -20,18 +20,21 @@ def test_trace_records_each_operation_once_with_its_intervals_and_edges(tmp_path
     y = ta.zeros(3)
     ta.wait_all()
     with ta.trace(path):
-        ta.submit(lambda a: a.__setitem__(slice(None), 1.0), (x, "write"), name="obs_first")
-        ta.submit(lambda a: a.__imul__(3.0), (x, "update"), name="obs_second")
-        ta.submit(lambda a, b: b.__setitem__(slice(None), a + 1), (x, "read"), (y, "write"),
-                  name="obs_third")
-        y.scale(2)
+        # The write mapping holds the chain back until all of it is submitted, so that
+        # every operation waits for the one before it.
+        with x.write() as held:
+            held[:] = 0
+            ta.submit(lambda a: a.__setitem__(slice(None), 1.0), (x, "write"), name="obs_first")
+            ta.submit(lambda a: a.__imul__(3.0), (x, "update"), name="obs_second")
+            ta.submit(lambda a, b: b.__setitem__(slice(None), a + 1), (x, "read"), (y, "write"),
+                      name="obs_third")
+            y.scale(2)
         ta.wait_all()
     np.testing.assert_array_equal(np.asarray(y), [8.0, 8.0, 8.0])
     trace = json.loads(path.read_text())
     tasks = _tasks(trace)
     names = [e["name"] for e in tasks]
-    for n in ("obs_first", "obs_second", "obs_third", "scale"):
-        assert names.count(n) == 1, (n, names)
+    assert sorted(names) == sorted(["ta_tensor_acquire", "obs_first", "obs_second", "obs_third", "scale"])
     assert trace["otherData"]["dropped"] == 0
     by = {e["name"]: e for e in tasks}
     for e in tasks:
@@ -46,14 +49,16 @@ def test_trace_records_each_operation_once_with_its_intervals_and_edges(tmp_path
     # predecessor released its accesses.
     ids = {n: by[n]["args"]["id"] for n in by}
     preds = {n: {p["op"] for p in by[n]["args"]["preds"]} for n in by}
-    assert preds["obs_first"] == set()
+    assert preds["ta_tensor_acquire"] == set()
+    assert preds["obs_first"] == {ids["ta_tensor_acquire"]}
     assert ids["obs_first"] in preds["obs_second"]
     assert ids["obs_second"] in preds["obs_third"]
     assert ids["obs_third"] in preds["scale"]
-    for succ, pred in (("obs_second", "obs_first"), ("obs_third", "obs_second"), ("scale", "obs_third")):
+    for succ, pred in (("obs_first", "ta_tensor_acquire"), ("obs_second", "obs_first"), ("obs_third", "obs_second"), ("scale", "obs_third")):
         assert by[pred]["args"]["finish_us"] <= by[succ]["args"]["start_us"] + EPS
-    modes = {n: [acc["mode"] for acc in by[n]["args"]["accesses"]] for n in by}
+    modes = {n: sorted(acc["mode"] for acc in by[n]["args"]["accesses"]) for n in by}
     assert modes["obs_first"] == ["write"] and modes["obs_third"] == ["read", "write"]
+    assert modes["ta_tensor_acquire"] == ["write"] and modes["scale"] == ["update"]
 
 
 def test_trace_stop_without_a_recording_and_discarding(tmp_path):
