@@ -20,6 +20,7 @@ from ._tensor import (
     from_dlpack,
 )
 from ._kernels import submit, submit_native
+from ._observe import Stats, trace_start, trace_stop, trace, track, dump, stats
 
 __version__ = _FFI.string(_LIB.ta_version()).decode()
 
@@ -30,7 +31,8 @@ __all__ = [
     "CudaError", "InternalError", "Event", "Tensor", "BlockArray", "zeros", "empty", "asarray",
     "wrap", "copy", "copyto", "fill", "scale", "axpy", "matmul", "gemm", "add_product", "einsum",
     "tensordot", "sum", "dot", "vdot", "norm", "potrf", "trsm", "syrk", "conj", "transpose",
-    "dtypes", "from_dlpack", "submit", "submit_native", "wait_all", "shutdown", "__version__",
+    "dtypes", "from_dlpack", "submit", "submit_native", "wait_all", "shutdown", "Stats", "trace_start",
+    "trace_stop", "trace", "track", "dump", "stats", "__version__",
 ]
 
 

@@ -1,5 +1,7 @@
 """Type stubs of the tensorasync package."""
 import builtins
+import os
+from contextlib import AbstractContextManager
 from typing import Any, Callable, Generator, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -166,3 +168,28 @@ def submit(fn: Callable[..., Any], *accesses: Tuple[Tensor, _Mode], name: Option
 def submit_native(fn: Any, *accesses: Tuple[Tensor, _Mode], userdata: Any = ..., name: Optional[str] = ...) -> Event: ...
 def wait_all(timeout: Optional[float] = ...) -> bool: ...
 def shutdown(cancel: bool = ...) -> None: ...
+
+
+class Stats:
+    threads: int
+    tasks_submitted: int
+    tasks_completed: int
+    tasks_failed: int
+    tasks_cancelled: int
+    steals: int
+    queue_depth: int
+    pending: int
+    peak_pending: int
+    busy_ns: int
+    def __init__(self, threads: int, tasks_submitted: int, tasks_completed: int, tasks_failed: int,
+                 tasks_cancelled: int, steals: int, queue_depth: int, pending: int, peak_pending: int,
+                 busy_ns: int) -> None: ...
+
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+def trace_start(capacity: int = ...) -> None: ...
+def trace_stop(path: Optional[_Path]) -> None: ...
+def trace(path: Optional[_Path], capacity: int = ...) -> AbstractContextManager[None]: ...
+def track(enable: bool = ...) -> None: ...
+def dump(format: str = ...) -> str: ...
+def stats() -> Stats: ...
