@@ -246,8 +246,8 @@ static void run_not_spd(size_t n, size_t ts, size_t bad) {
         char origin[64] = "";
         ta_status s = ta_tensor_wait(T(check_tiles[c][0], check_tiles[c][1]), TA_WAIT_FOREVER, &e);
         if (e) ta_error_origin(e, origin, sizeof origin, NULL);
-        if (s == TA_STATUS_OK || strcmp(origin, "potrf") != 0) {
-            printf("MISMATCH not-SPD: tile (%zu,%zu) reports %s (started in '%s'), expected the error of potrf\n",
+        if (s == TA_STATUS_OK || strcmp(origin, "ta_potrf") != 0) {
+            printf("MISMATCH not-SPD: tile (%zu,%zu) reports %s (started in '%s'), expected the error of ta_potrf\n",
                    check_tiles[c][0], check_tiles[c][1], ta_status_name(s), origin);
             ok = 0;
         }
