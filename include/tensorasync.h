@@ -392,9 +392,12 @@ typedef struct ta_stats {
   /**
    * Sum over the workers of the time they spent running operations, in
    * nanoseconds (per worker: `ta_runtime_worker_busy_ns`). A worker counts
-   * from taking its first operation from the ready queue until it finds
-   * the queue empty, so the short checks between back-to-back operations
-   * count as busy.
+   * a busy spell from when it finds work in the ready queue until it finds
+   * the queue empty again, measured without reading the clock when it
+   * finds work: a spell may include up to about 15 microseconds of the
+   * idle time before it, so a worker whose idle gaps are all shorter than
+   * that (a steady stream of tiny operations) counts nearly all its time
+   * as busy.
    */
   uint64_t busy_ns;
 } ta_stats;
@@ -1394,7 +1397,7 @@ ta_status ta_runtime_trace_stop(const struct ta_runtime *runtime,
 /**
  * Turn tracking of pending work on (`enable` != 0) or off. While it is on,
  * every operation submitted is registered until it completes, so that
- * `ta_runtime_dump` can list it; this costs a few hundred nanoseconds per
+ * `ta_runtime_dump` can list it; this costs up to about a microsecond per
  * operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
  * submitted while it was off are not listed.
  */

@@ -23,5 +23,7 @@ trap 'rm -rf "$work"' EXIT
 TRACE_OUT="$work/diamond.json" examples-c/build/tests/test_observe
 TA_TRACE="$work/cholesky.json" examples-c/build/tiled_cholesky >/dev/null
 TA_TRACE="$work/cholesky-600.json" examples-c/build/tiled_cholesky 600 100 >/dev/null
+# The simulated CUDA devices of test_cuda: device work on per-stream tracks.
+TA_TRACE="$work/cuda.json" examples-c/build/tests/test_cuda >/dev/null
 "$VENV/bin/python" scripts/test_trace_gantt.py --diamond "$work/diamond.json" \
-  --program "$work/cholesky.json" "$work/cholesky-600.json" --workdir "$work/out"
+  --program "$work/cholesky.json" "$work/cholesky-600.json" --device "$work/cuda.json" --workdir "$work/out"

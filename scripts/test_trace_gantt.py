@@ -64,6 +64,16 @@ def check_trace(path, exact_edges):
     check(len(ids) == len(set(ids)), "%s: an operation appears twice" % path)
     check(trace["otherData"]["recorded"] == len(tasks), "%s: recorded %s but %d task slices" % (path, trace["otherData"]["recorded"], len(tasks)))
     by_id = {t["args"]["id"]: t for t in tasks}
+    # Device work: a device operation after one of the same device may start
+    # once that one has queued its work (issued), before it finishes.
+    issued = {e["args"]["id"]: (e["args"]["device"], float(e["ts"])) for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "device"}
+
+    def released(q, t):
+        qi, ti = issued.get(q["args"]["id"]), issued.get(t["args"]["id"])
+        if qi and ti and qi[0] == ti[0]:
+            return qi[1]
+        return q["args"]["finish_us"]
+
     for t in tasks:
         a = t["args"]
         order = [a["submit_us"], a["enrolled_us"], a["start_us"], a["finish_us"], a["end_us"]]
@@ -74,7 +84,7 @@ def check_trace(path, exact_edges):
         for p in a["preds"]:
             q = by_id.get(p["op"])
             if q:
-                check(q["args"]["finish_us"] <= a["start_us"], "%s: op %d started before its predecessor %d released it" % (path, a["id"], p["op"]))
+                check(released(q, t) <= a["start_us"], "%s: op %d started before its predecessor %d released it" % (path, a["id"], p["op"]))
     recorded = {(p["op"], t["args"]["id"], p["tensor"]) for t in tasks for p in t["args"]["preds"] if p["op"] in by_id}
     rule = rule_edges(tasks)
     if exact_edges:
@@ -142,6 +152,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--diamond")
     ap.add_argument("--program", nargs="*", default=[])
+    ap.add_argument("--device", nargs="*", default=[], help="traces with (simulated) device work")
     ap.add_argument("--workdir", required=True)
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
@@ -183,6 +194,26 @@ def main():
         check_png(png, layout, p)
         check(sorted((iv["id"], iv["start_us"]) for iv in ivs if not iv["device"]) == sorted((t["args"]["id"], float(t["ts"])) for t in tasks),
               "%s: parsed intervals differ from the trace's" % p)
+
+    for k, p in enumerate(a.device):
+        trace, tasks = check_trace(p, exact_edges=False)
+        by_id = {t["args"]["id"]: t for t in tasks}
+        dev = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "device"]
+        check(len(dev) > 0, "%s: no device slices" % p)
+        names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        for e in dev:
+            t = by_id.get(e["args"]["id"])
+            check(t is not None, "%s: device slice of an operation not in the trace" % p)
+            check(names.get(e["tid"], "").startswith("device %d stream %d" % (e["args"]["device"], e["args"]["stream"])), "%s: device slice on track %s" % (p, names.get(e["tid"])))
+            if t:
+                ta = t["args"]
+                check(ta["start_us"] <= float(e["ts"]) and float(e["ts"]) + float(e["dur"]) <= ta["finish_us"] + 1e-3,
+                      "%s: op %d's device work [%s, +%s] is outside its start %s .. finish %s" % (p, ta["id"], e["ts"], e["dur"], ta["start_us"], ta["finish_us"]))
+        png = os.path.join(a.workdir, "device%d.png" % k)
+        layout, ivs = run_gantt(p, png, [], a.workdir)
+        check(any(r["tid"] >= 1000 for r in layout["rows"]), "%s: no device row in the chart" % p)
+        layout["rows"] = [r for r in layout["rows"] if r["tid"] in {e["tid"] for e in dev}]
+        check_png(png, layout, p)
 
     if failures:
         print("test_trace_gantt: %d checks FAILED" % len(failures))

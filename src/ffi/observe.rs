@@ -75,9 +75,12 @@ pub struct ta_stats {
     pub peak_pending: u64,
     /// Sum over the workers of the time they spent running operations, in
     /// nanoseconds (per worker: `ta_runtime_worker_busy_ns`). A worker counts
-    /// from taking its first operation from the ready queue until it finds
-    /// the queue empty, so the short checks between back-to-back operations
-    /// count as busy.
+    /// a busy spell from when it finds work in the ready queue until it finds
+    /// the queue empty again, measured without reading the clock when it
+    /// finds work: a spell may include up to about 15 microseconds of the
+    /// idle time before it, so a worker whose idle gaps are all shorter than
+    /// that (a steady stream of tiny operations) counts nearly all its time
+    /// as busy.
     pub busy_ns: u64,
 }
 
@@ -157,7 +160,7 @@ pub extern "C" fn ta_runtime_trace_stop(runtime: *const ta_runtime, path: *const
 
 /// Turn tracking of pending work on (`enable` != 0) or off. While it is on,
 /// every operation submitted is registered until it completes, so that
-/// `ta_runtime_dump` can list it; this costs a few hundred nanoseconds per
+/// `ta_runtime_dump` can list it; this costs up to about a microsecond per
 /// operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
 /// submitted while it was off are not listed.
 #[no_mangle]

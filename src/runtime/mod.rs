@@ -396,6 +396,11 @@ impl RuntimeInner {
         let mut since_check = 0u32;
         let mut pokes = POKES.load(Ordering::Relaxed);
         let worker = rayon::current_thread_index();
+        // The latest clock reading while idle: a busy spell is counted from
+        // there (reading the clock when work is found would cost every idle
+        // to busy transition a clock read; this overcounts a spell by at most
+        // the time between two idle checks, CHECK_PAUSES pauses).
+        let mut last_clock = idle_since;
         let mut busy_since = idle_since;
         loop {
             // A drainer that has just run a task steals again at once.
@@ -408,7 +413,7 @@ impl RuntimeInner {
                 if idle {
                     self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                     idle = false;
-                    busy_since = Instant::now();
+                    busy_since = last_clock;
                 }
                 if let Steal::Success(t) = self.ready.steal() {
                     exec::run(t);
@@ -421,6 +426,7 @@ impl RuntimeInner {
                 self.wake_idle_waiters();
                 idle = true;
                 idle_since = Instant::now();
+                last_clock = idle_since;
                 self.stats.add_busy(worker, busy_since, idle_since, taken as u64);
                 pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
                 taken = 0;
@@ -453,7 +459,8 @@ impl RuntimeInner {
             // nested on this thread, which would then hold this one, counted
             // idle, under it. Pieces of parallel kernels are taken by workers
             // that are not draining, and by this one once it exits.)
-            if idle_since.elapsed() >= DRAIN_SPIN {
+            last_clock = Instant::now();
+            if last_clock.saturating_duration_since(idle_since) >= DRAIN_SPIN {
                 self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                 self.drainers.fetch_sub(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
@@ -469,6 +476,7 @@ impl RuntimeInner {
                 }
                 self.idle_drainers.fetch_add(1, Ordering::SeqCst);
                 idle_since = Instant::now();
+                last_clock = idle_since;
                 continue;
             }
             std::thread::yield_now();

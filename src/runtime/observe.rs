@@ -386,6 +386,16 @@ fn us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
+/// When predecessor `q` let `r` start: a device operation that follows one
+/// of the same device starts once that one has queued its work (it queues
+/// its own behind it); otherwise once `q` released its accesses.
+fn release_ns(q: &Record, r: &Record) -> u64 {
+    match (q.device, r.device) {
+        (Some((dq, _, issue, _)), Some((dr, _, _, _))) if dq == dr => issue.max(q.start_ns),
+        _ => q.finish_ns,
+    }
+}
+
 /// The track of deferred and external operations waiting for their token.
 const DEFERRED_TID: u64 = 999;
 
@@ -415,7 +425,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
     let mut flow = 0u64;
     for r in &b.records {
         // Ready: when the last predecessor released it (or at submission).
-        let ready = r.preds.iter().filter_map(|(p, _)| by_id.get(p).map(|q| q.finish_ns)).fold(r.submit_ns, u64::max).min(r.start_ns.max(r.submit_ns));
+        let ready = r.preds.iter().filter_map(|(p, _)| by_id.get(p).map(|q| release_ns(q, r))).fold(r.submit_ns, u64::max).min(r.start_ns.max(r.submit_ns));
         let status = r.status.name();
         let outcome = match r.status {
             Status::Ok => "ok",
@@ -474,7 +484,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             flow += 1;
             // Bound to the enclosing slices: inside the predecessor's host
             // slice, and at the start of this one.
-            let from = q.start_ns.max(q.finish_ns.min(match q.device {
+            let from = q.start_ns.max(release_ns(q, r).min(match q.device {
                 Some((_, _, issue, _)) if issue >= q.start_ns => issue,
                 _ => q.end_ns,
             }));
