@@ -768,7 +768,7 @@ end
 
 # Turn tracking of pending work on (`enable` != 0) or off. While it is on, every operation
 # submitted is registered until it completes, so that `ta_runtime_dump` can list it; this costs
-# a few hundred nanoseconds per operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on.
+# up to about a microsecond per operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on.
 # Operations submitted while it was off are not listed.
 function ta_runtime_track(runtime, enable)
     @ccall libtensorasync.ta_runtime_track(runtime::Ptr{ta_runtime}, enable::Int32)::ta_status
