@@ -867,6 +867,22 @@ size_t count_of(const std::string &hay, const std::string &needle) {
     return n;
 }
 
+// The trace event of the task named `name` (one line of the library's JSON).
+std::string task_event(const std::string &trace, const std::string &name) {
+    size_t at = trace.find("{\"name\":\"" + name + "\",\"cat\":\"task\"");
+    if (at == std::string::npos) return {};
+    return trace.substr(at, trace.find('\n', at) - at);
+}
+
+// The operation number in a task event ("args":{"id":N).
+std::string task_id(const std::string &event) {
+    const std::string key = "\"args\":{\"id\":";
+    size_t at = event.find(key);
+    if (at == std::string::npos) return "?";
+    at += key.size();
+    return event.substr(at, event.find(',', at) - at);
+}
+
 // Observability: stats deltas of a known program, a trace of named
 // operations, and the dump of an operation blocked behind a write mapping.
 void test_observability() {
@@ -898,11 +914,16 @@ void test_observability() {
     CHECK(x.to_vector<double>() == std::vector<double>(4, 3.0));
 
     // A trace holds each traced operation's name (library operations are
-    // named after themselves), each exactly once.
+    // named after themselves), each exactly once, and the waits between them.
+    // A gate kernel holds x until all are enrolled, so that each waits for
+    // the one before: gate -> fill -> kernel -> scale.
     rt.trace_start(1024);
+    gate g;
+    ta::submit(ta::options(o).name("obs_gate"), [&g](ta::view<double, 1>) { g.wait(); }, ta::inout(x));
     ta::fill(x, 2.0, o);
     ta::submit(ta::options(o).name("obs_kernel"), [](ta::view<double, 1> v) { v(0) += 1.0; }, ta::inout(x));
     ta::scale(x, 2.0, o);
+    g.open = true;
     rt.wait_idle();
     std::string path = "target/bindings-cpp/obs_trace_" + std::to_string(__cplusplus) + ".json";
     rt.trace_stop(path);
@@ -911,6 +932,15 @@ void test_observability() {
     CHECK(count_of(trace, "\"fill\"") == 1);
     CHECK(count_of(trace, "\"obs_kernel\"") == 1);
     CHECK(count_of(trace, "\"scale\"") == 1);
+    // The edges are the chain's dependencies.
+    std::string gate_ev = task_event(trace, "obs_gate"), fill_ev = task_event(trace, "fill"),
+                kernel_ev = task_event(trace, "obs_kernel"), scale_ev = task_event(trace, "scale");
+    CHECK(gate_ev.find("\"preds\":[]") != std::string::npos);
+    CHECK(fill_ev.find("\"preds\":[{\"op\":" + task_id(gate_ev) + ",") != std::string::npos);
+    CHECK(kernel_ev.find("\"preds\":[{\"op\":" + task_id(fill_ev) + ",") != std::string::npos);
+    CHECK(scale_ev.find("\"preds\":[{\"op\":" + task_id(kernel_ev) + ",") != std::string::npos);
+    CHECK(count_of(trace, "\"ph\":\"s\"") == 3);
+    CHECK(trace.find("\"recorded\":4,\"dropped\":0") != std::string::npos);
     CHECK((x.to_vector<double>() == std::vector<double>{6.0, 4.0, 4.0, 4.0}));
     try {
         rt.trace_stop(path); // not recording any more
