@@ -517,6 +517,23 @@ class event {
     detail::handle<ta_event> h_;
 };
 
+/// Form of runtime::dump: a text report or a Graphviz DOT graph.
+enum class dump_format : uint32_t { text = TA_DUMP_TEXT, dot = TA_DUMP_DOT };
+
+/// The counters of a runtime (runtime::stats; the fields of ta_stats).
+struct stats {
+    uint32_t threads = 0;          // worker threads
+    uint64_t tasks_submitted = 0;  // operations submitted
+    uint64_t tasks_completed = 0;  // operations completed, whatever their status
+    uint64_t tasks_failed = 0;     // completed with an error other than cancelled
+    uint64_t tasks_cancelled = 0;  // completed with status cancelled
+    uint64_t steals = 0;           // taken from the shared ready queue
+    uint64_t queue_depth = 0;      // in the shared ready queue now
+    uint64_t pending = 0;          // submitted and not completed, now
+    uint64_t peak_pending = 0;     // the largest number pending seen (sampled)
+    uint64_t busy_ns = 0;          // the workers' time running operations, summed
+};
+
 /// A pool of worker threads.
 class runtime {
   public:
@@ -557,6 +574,76 @@ class runtime {
         ta_error *e = nullptr;
         TA_HPP_CHECK_VOID(ta_runtime_wait_idle(h_.get(), TA_WAIT_FOREVER, &e), e);
         TA_HPP_RETURN_VOID;
+    }
+
+    // Observability (also on the handle from default_runtime()).
+
+    /// Start recording a trace of everything the runtime runs from now on
+    /// (`capacity` operations kept, 0: the library's default; the oldest are
+    /// dropped when it is full). A recording in progress is restarted.
+    detail::ret<void> trace_start(uint64_t capacity = 0) const {
+        ta_trace_options o{};
+        o.struct_size = sizeof(ta_trace_options);
+        o.capacity = capacity;
+        ta_error *e = nullptr;
+        TA_HPP_CHECK_VOID(ta_runtime_trace_start(h_.get(), &o, &e), e);
+        TA_HPP_RETURN_VOID;
+    }
+    /// Stop recording and write the trace to `path` as Chrome trace-event
+    /// JSON (chrome://tracing, ui.perfetto.dev). Fails with invalid_argument
+    /// when the runtime is not recording.
+    detail::ret<void> trace_stop(const std::string &path) const {
+        ta_error *e = nullptr;
+        TA_HPP_CHECK_VOID(ta_runtime_trace_stop(h_.get(), path.c_str(), &e), e);
+        TA_HPP_RETURN_VOID;
+    }
+    /// Stop recording and discard the trace.
+    detail::ret<void> trace_discard() const {
+        ta_error *e = nullptr;
+        TA_HPP_CHECK_VOID(ta_runtime_trace_stop(h_.get(), nullptr, &e), e);
+        TA_HPP_RETURN_VOID;
+    }
+    /// Turn tracking of pending work on or off: dump() lists only the
+    /// operations submitted while it is on.
+    detail::ret<void> track(bool enable) const {
+        TA_HPP_CHECK_VOID(ta_runtime_track(h_.get(), enable ? 1 : 0), nullptr);
+        TA_HPP_RETURN_VOID;
+    }
+    /// A report of the runtime's unfinished operations: what each waits for
+    /// and on which tensor (text), or the same graph in Graphviz DOT.
+    detail::ret<std::string> dump(dump_format format = dump_format::text) const {
+        std::string buf(256, '\0');
+        for (;;) {
+            size_t len = 0;
+            ta_error *e = nullptr;
+            ta_status s = ta_runtime_dump_string(h_.get(), static_cast<uint32_t>(format), &buf[0], buf.size(),
+                                                 &len, &e);
+            if (s == TA_STATUS_OK) {
+                buf.resize(len);
+                return buf;
+            }
+            if (s != TA_STATUS_BUFFER_TOO_SMALL) TA_HPP_FAIL(std::string, error::from_c(s, e));
+            ta_error_free(e);
+            buf.assign(len + len / 2 + 64, '\0'); // the report may grow meanwhile
+        }
+    }
+    /// The runtime's counters.
+    detail::ret<ta::stats> stats() const {
+        ta_stats c{};
+        c.struct_size = sizeof(ta_stats);
+        TA_HPP_CHECK(ta::stats, ta_runtime_stats(h_.get(), &c), nullptr);
+        ta::stats out;
+        out.threads = c.threads;
+        out.tasks_submitted = c.tasks_submitted;
+        out.tasks_completed = c.tasks_completed;
+        out.tasks_failed = c.tasks_failed;
+        out.tasks_cancelled = c.tasks_cancelled;
+        out.steals = c.steals;
+        out.queue_depth = c.queue_depth;
+        out.pending = c.pending;
+        out.peak_pending = c.peak_pending;
+        out.busy_ns = c.busy_ns;
+        return out;
     }
 
   private:

@@ -185,7 +185,11 @@ def dummy_decl(h, ctype, name, params, index):
     if base in h.struct_names:
         if counted:
             return "type(%s), %s, optional :: %s(*)" % (base, intent, name)
-        intent = "intent(in)" if const else ("intent(out)" if name.endswith("_out") else "intent(inout)")
+        # A size-prefixed struct (its first field is struct_size) is read by
+        # the callee even as an output: intent(inout), not intent(out).
+        sized = any(f == "struct_size" for _, f in dict(h.structs).get(base, []))
+        out = name.endswith("_out") and not sized
+        intent = "intent(in)" if const else ("intent(out)" if out else "intent(inout)")
         return "type(%s), %s, optional :: %s" % (base, intent, name)
     if name.endswith("_out") and nxt != "cap":
         return "%s, intent(out), optional :: %s" % (BASE[base], name)

@@ -80,7 +80,7 @@ module tensorasync
   private :: free_tensor, free_event, free_runtime, free_blocks, free_mapping, wait_tensor, wait_event
   private :: view_ptr_f64_1, view_ptr_f64_2, put_f64, get_f64
   private :: finish, c_string, error_text, submit_opts, real_scalar, intern
-  private :: names, name_entry
+  private :: names, name_entry, runtime_ptr, release_runtime
 
   ! Kernel names are kept for the life of the program (the C ABI does not copy them).
   type :: name_entry
@@ -298,6 +298,168 @@ contains
     err = c_null_ptr
     call finish(c_ta_runtime_wait_idle(r%ptr, TA_WAIT_FOREVER, err), err, stat, errmsg, 'ta_wait_idle')
   end subroutine ta_wait_idle
+
+  ! ---------------------------------------------------------------- observability
+  !
+  ! Each takes an optional `runtime`; without it, the default runtime (the
+  ! one operations without `runtime` run on, and mappings use).
+
+  ! The C handle of `runtime`, or a new handle to the default runtime
+  ! (`owned`: release it with release_runtime).
+  subroutine runtime_ptr(runtime, p, owned, s)
+    type(ta_runtime), intent(in), optional :: runtime
+    type(c_ptr), intent(out) :: p
+    logical, intent(out) :: owned
+    integer(c_int32_t), intent(out) :: s
+    p = c_null_ptr
+    owned = .not. present(runtime)
+    s = TA_STATUS_OK
+    if (present(runtime)) then
+      p = runtime%ptr
+    else
+      s = c_ta_runtime_default(p)
+    end if
+  end subroutine runtime_ptr
+  subroutine release_runtime(p, owned)
+    type(c_ptr), intent(in) :: p
+    logical, intent(in) :: owned
+    integer(c_int32_t) :: rc
+    if (owned) rc = c_ta_runtime_free(p)
+  end subroutine release_runtime
+
+  ! Start recording a trace of everything the runtime runs from now on
+  ! (`capacity` operations kept, 0 or absent: the library's default; the
+  ! oldest are dropped when it is full). A recording in progress restarts.
+  subroutine ta_trace_start(capacity, runtime, stat, errmsg)
+    integer(c_int64_t), intent(in), optional :: capacity
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(ta_trace_options) :: o
+    type(c_ptr) :: err, r
+    logical :: owned
+    integer(c_int32_t) :: s
+    err = c_null_ptr
+    o%struct_size = int(c_sizeof(o), c_int32_t)
+    o%flags = 0
+    o%capacity = 0
+    if (present(capacity)) o%capacity = capacity
+    call runtime_ptr(runtime, r, owned, s)
+    if (s == TA_STATUS_OK) s = c_ta_runtime_trace_start(r, o, err)
+    call release_runtime(r, owned)
+    call finish(s, err, stat, errmsg, 'ta_trace_start')
+  end subroutine ta_trace_start
+
+  ! Stop recording and write the trace to the file `path` as Chrome
+  ! trace-event JSON (chrome://tracing, ui.perfetto.dev); without `path`,
+  ! discard it. TA_STATUS_INVALID_ARGUMENT if the runtime is not recording.
+  subroutine ta_trace_stop(path, runtime, stat, errmsg)
+    character(len=*), intent(in), optional :: path
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(kind=c_char), allocatable, target :: cpath(:)
+    type(c_ptr) :: err, r, pp
+    logical :: owned
+    integer(c_int32_t) :: s
+    integer :: k
+    err = c_null_ptr
+    pp = c_null_ptr
+    if (present(path)) then
+      allocate(cpath(len(path) + 1))
+      do k = 1, len(path)
+        cpath(k) = path(k:k)
+      end do
+      cpath(len(path) + 1) = c_null_char
+      pp = c_loc(cpath)
+    end if
+    call runtime_ptr(runtime, r, owned, s)
+    if (s == TA_STATUS_OK) s = c_ta_runtime_trace_stop(r, pp, err)
+    call release_runtime(r, owned)
+    call finish(s, err, stat, errmsg, 'ta_trace_stop')
+  end subroutine ta_trace_stop
+
+  ! Turn tracking of pending work on or off: ta_dump lists only the
+  ! operations submitted while it is on.
+  subroutine ta_track(enable, runtime, stat, errmsg)
+    logical, intent(in) :: enable
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: r
+    logical :: owned
+    integer(c_int32_t) :: s, flag
+    flag = 0
+    if (enable) flag = 1
+    call runtime_ptr(runtime, r, owned, s)
+    if (s == TA_STATUS_OK) s = c_ta_runtime_track(r, flag)
+    call release_runtime(r, owned)
+    call finish(s, c_null_ptr, stat, errmsg, 'ta_track')
+  end subroutine ta_track
+
+  ! A report of the runtime's unfinished operations (those submitted while
+  ! tracking was on): per operation its state, accesses, and what it waits
+  ! for on which tensor. `format`: TA_DUMP_TEXT (default) or TA_DUMP_DOT
+  ! (Graphviz). Lines end with new_line('a').
+  subroutine ta_dump(report, format, runtime, stat, errmsg)
+    character(len=:), allocatable, intent(out) :: report
+    integer(c_int32_t), intent(in), optional :: format
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(kind=c_char), allocatable, target :: buf(:)
+    type(c_ptr) :: err, r
+    logical :: owned
+    integer(c_int32_t) :: s, fmt
+    integer(c_size_t) :: cap, n
+    integer :: k
+    fmt = TA_DUMP_TEXT
+    if (present(format)) fmt = format
+    report = ''
+    cap = 1024
+    call runtime_ptr(runtime, r, owned, s)
+    err = c_null_ptr
+    do while (s == TA_STATUS_OK)
+      allocate(buf(cap))
+      n = 0
+      s = c_ta_runtime_dump_string(r, fmt, c_loc(buf), cap, n, err)
+      if (s == TA_STATUS_OK) then
+        deallocate(report)
+        allocate(character(len=n) :: report)
+        do k = 1, int(n)
+          report(k:k) = buf(k)
+        end do
+        exit
+      end if
+      deallocate(buf)
+      if (s /= TA_STATUS_BUFFER_TOO_SMALL) exit
+      if (c_associated(err)) s = c_ta_error_free(err)
+      err = c_null_ptr
+      s = TA_STATUS_OK
+      cap = n + n / 2 + 64   ! the report may grow meanwhile
+    end do
+    call release_runtime(r, owned)
+    call finish(s, err, stat, errmsg, 'ta_dump')
+  end subroutine ta_dump
+
+  ! The runtime's counters (ta_stats: threads, tasks_submitted,
+  ! tasks_completed, tasks_failed, tasks_cancelled, steals, queue_depth,
+  ! pending, peak_pending, busy_ns; see the C header for each).
+  subroutine ta_stats_get(stats, runtime, stat, errmsg)
+    type(ta_stats), intent(out) :: stats
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: r
+    logical :: owned
+    integer(c_int32_t) :: s
+    stats = ta_stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    stats%struct_size = int(c_sizeof(stats), c_int32_t)
+    call runtime_ptr(runtime, r, owned, s)
+    if (s == TA_STATUS_OK) s = c_ta_runtime_stats(r, stats)
+    call release_runtime(r, owned)
+    call finish(s, c_null_ptr, stat, errmsg, 'ta_stats_get')
+  end subroutine ta_stats_get
 
   ! ---------------------------------------------------------------- tensors
 

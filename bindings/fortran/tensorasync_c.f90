@@ -752,7 +752,7 @@ module tensorasync_c
       import :: ta_stats
       implicit none
       type(c_ptr), value :: runtime
-      type(ta_stats), intent(out), optional :: stats_out
+      type(ta_stats), intent(inout), optional :: stats_out
       integer(c_int32_t) :: c_ta_runtime_stats
     end function c_ta_runtime_stats
     function c_ta_runtime_worker_busy_ns(runtime, busy_out, cap, count_out) bind(c, &

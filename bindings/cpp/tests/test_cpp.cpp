@@ -850,6 +850,137 @@ void test_coroutine_mapping(const ta::runtime &rt) {
 }
 #endif
 
+std::string read_file(const std::string &path) {
+    std::string s;
+    if (FILE *f = std::fopen(path.c_str(), "rb")) {
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+        std::fclose(f);
+    }
+    return s;
+}
+
+size_t count_of(const std::string &hay, const std::string &needle) {
+    size_t n = 0;
+    for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// The trace event of the task named `name` (one line of the library's JSON).
+std::string task_event(const std::string &trace, const std::string &name) {
+    size_t at = trace.find("{\"name\":\"" + name + "\",\"cat\":\"task\"");
+    if (at == std::string::npos) return {};
+    return trace.substr(at, trace.find('\n', at) - at);
+}
+
+// The operation number in a task event ("args":{"id":N).
+std::string task_id(const std::string &event) {
+    const std::string key = "\"args\":{\"id\":";
+    size_t at = event.find(key);
+    if (at == std::string::npos) return "?";
+    at += key.size();
+    return event.substr(at, event.find(',', at) - at);
+}
+
+// Observability: stats deltas of a known program, a trace of named
+// operations, and the dump of an operation blocked behind a write mapping.
+void test_observability() {
+    ta::runtime rt(2);
+    ta::options o = ta::options().on(rt);
+    auto x = ta::tensor::zeros<double>({4});
+    auto z = ta::tensor::zeros<double>({2});
+    auto w = ta::tensor::zeros<double>({2});
+    rt.wait_idle();
+
+    // Exact counters: 4 operations, the throwing kernel and the copy of its
+    // poisoned output fail, nothing is cancelled or left pending.
+    ta::stats s0 = rt.stats();
+    CHECK(s0.threads == 2);
+    ta::fill(x, 1.0, o);
+    ta::scale(x, 3.0, o);
+    ta::submit(o, [](ta::view<double, 1>) { throw std::runtime_error("stats failure"); }, ta::out(z));
+    ta::copy(w, z, o);
+    rt.wait_idle();
+    ta::stats s1 = rt.stats();
+    CHECK(s1.tasks_submitted - s0.tasks_submitted == 4);
+    CHECK(s1.tasks_completed - s0.tasks_completed == 4);
+    CHECK(s1.tasks_failed - s0.tasks_failed == 2);
+    CHECK(s1.tasks_cancelled == s0.tasks_cancelled);
+    CHECK(s1.pending == 0 && s1.queue_depth == 0);
+    CHECK(s1.peak_pending >= s0.peak_pending);
+    CHECK(s1.threads == 2 && s1.busy_ns >= s0.busy_ns);
+    CHECK(s1.steals >= s0.steals);
+    CHECK(x.to_vector<double>() == std::vector<double>(4, 3.0));
+
+    // A trace holds each traced operation's name (library operations are
+    // named after themselves), each exactly once, and the waits between them.
+    // A gate kernel holds x until all are enrolled, so that each waits for
+    // the one before: gate -> fill -> kernel -> scale.
+    rt.trace_start(1024);
+    gate g;
+    ta::submit(ta::options(o).name("obs_gate"), [&g](ta::view<double, 1>) { g.wait(); }, ta::inout(x));
+    ta::fill(x, 2.0, o);
+    ta::submit(ta::options(o).name("obs_kernel"), [](ta::view<double, 1> v) { v(0) += 1.0; }, ta::inout(x));
+    ta::scale(x, 2.0, o);
+    g.open = true;
+    rt.wait_idle();
+    std::string path = "target/bindings-cpp/obs_trace_" + std::to_string(__cplusplus) + ".json";
+    rt.trace_stop(path);
+    std::string trace = read_file(path);
+    CHECK(trace.find("traceEvents") != std::string::npos);
+    CHECK(count_of(trace, "\"fill\"") == 1);
+    CHECK(count_of(trace, "\"obs_kernel\"") == 1);
+    CHECK(count_of(trace, "\"scale\"") == 1);
+    // The edges are the chain's dependencies.
+    std::string gate_ev = task_event(trace, "obs_gate"), fill_ev = task_event(trace, "fill"),
+                kernel_ev = task_event(trace, "obs_kernel"), scale_ev = task_event(trace, "scale");
+    CHECK(gate_ev.find("\"preds\":[]") != std::string::npos);
+    CHECK(fill_ev.find("\"preds\":[{\"op\":" + task_id(gate_ev) + ",") != std::string::npos);
+    CHECK(kernel_ev.find("\"preds\":[{\"op\":" + task_id(fill_ev) + ",") != std::string::npos);
+    CHECK(scale_ev.find("\"preds\":[{\"op\":" + task_id(kernel_ev) + ",") != std::string::npos);
+    CHECK(count_of(trace, "\"ph\":\"s\"") == 3);
+    CHECK(trace.find("\"recorded\":4,\"dropped\":0") != std::string::npos);
+    CHECK((x.to_vector<double>() == std::vector<double>{6.0, 4.0, 4.0, 4.0}));
+    try {
+        rt.trace_stop(path); // not recording any more
+        CHECK(false);
+    } catch (const ta::error &e) {
+        CHECK(e.status() == ta::status::invalid_argument);
+        CHECK(e.message() == "the runtime is not recording a trace");
+    }
+    rt.trace_start();
+    rt.trace_discard();
+
+    // The dump names a fill waiting behind a live write mapping. Mappings
+    // use the default runtime, so the fill runs there too: the dump shows
+    // waits between operations of the runtime it reports on.
+    ta::runtime d = ta::runtime::default_runtime();
+    ta::stats ds = d.stats();
+    CHECK(ds.threads >= 1 && ds.tasks_completed <= ds.tasks_submitted);
+    d.track(true);
+    auto t = ta::tensor::zeros<double>({3});
+    {
+        auto m = t.write();
+        ta::event ev;
+        ta::fill(t, 5.0, ta::options().on(d).event_to(ev));
+        CHECK(ev.poll() == ta::status::pending);
+        std::string text = d.dump();
+        CHECK(text.find("\"fill\": WAITING") != std::string::npos);
+        CHECK(text.find("\"ta_tensor_acquire\": RUNNING") != std::string::npos);
+        CHECK(text.find("waits for op #") != std::string::npos);
+        CHECK(text.find("\"ta_tensor_acquire\" (running) on tensor") != std::string::npos);
+        std::string dot = d.dump(ta::dump_format::dot);
+        CHECK(dot.rfind("digraph", 0) == 0);
+        CHECK(dot.find("fill\\nwaiting") != std::string::npos);
+        CHECK(dot.find(" -> ") != std::string::npos);
+    }
+    CHECK(t.to_vector<double>() == std::vector<double>(3, 5.0));
+    d.wait_idle();
+    CHECK(d.dump().find("\"fill\"") == std::string::npos);
+    d.track(false);
+}
+
 } // namespace
 
 int main() {
@@ -877,5 +1008,6 @@ int main() {
 #if defined(TA_HPP_HAVE_COROUTINES)
     test_coroutine_mapping(rt);
 #endif
+    test_observability();
     return finish("test_cpp");
 }

@@ -75,5 +75,18 @@ int main() {
     CHECK(ta::fill(*out, 2.0, ta::options(o).event_to(ev)).has_value());
     CHECK(ev.wait().has_value());
     CHECK(*out->to_vector<double>() == (std::vector<double>{2.0, 2.0}));
+    // Observability in result mode: stats as a value, errors as results.
+    {
+        auto st = rt->stats();
+        CHECK(st.has_value() && st->threads == 2);
+        auto stop = rt->trace_stop("target/bindings-cpp/never_written.json");
+        CHECK(!stop.has_value() && stop.error().status() == ta::status::invalid_argument);
+        CHECK(rt->trace_start(16).has_value());
+        CHECK(rt->trace_discard().has_value());
+        CHECK(rt->track(true).has_value());
+        auto dot = rt->dump(ta::dump_format::dot);
+        CHECK(dot.has_value() && dot->rfind("digraph", 0) == 0);
+        CHECK(rt->track(false).has_value());
+    }
     return finish("test_cpp_noexc");
 }

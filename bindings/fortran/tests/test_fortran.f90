@@ -74,6 +74,7 @@ program test_fortran
   call test_errors()
   call test_blas1()
   call test_mapping()
+  call test_observability()
   call ta_free(rt)
   ! every handle made by the tests (tensors, views, events, errors) was freed
   call check(c_ta_handles_live(live) == TA_STATUS_OK .and. live == 0, 'no live handles at the end')
@@ -316,4 +317,112 @@ contains
     call ta_free(p)
     call ta_free(t)
   end subroutine test_mapping
+
+  ! Stats deltas of a known program, a trace of it, and the dump of a fill
+  ! blocked behind a held write mapping.
+  subroutine test_observability()
+    type(ta_tensor) :: x, z, w, t, q
+    type(ta_mapping) :: m
+    type(ta_view) :: v
+    type(ta_stats) :: s0, s1
+    type(ta_event) :: ev
+    character(len=:), allocatable :: rep, trace
+    character(len=200) :: msg
+    character(len=*), parameter :: path = 'target/bindings-fortran/trace.json'
+    real(c_double) :: got(4), got3(3), got22(2, 2)
+    integer :: st, u, sz
+    call ta_zeros(x, TA_DTYPE_F64, [4])
+    call ta_zeros(z, TA_DTYPE_F64, [2])
+    call ta_zeros(w, TA_DTYPE_F64, [2])
+    call ta_wait_idle(rt)
+    call ta_stats_get(s0, runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK .and. s0%threads == 2, 'stats: status and threads')
+    ! 4 operations; the failing kernel and the copy of its poisoned output fail
+    call ta_fill(x, 1.0_c_double, runtime=rt)
+    call ta_scale(x, 3.0_c_double, runtime=rt)
+    call ta_submit_kernel(c_funloc(k_fails), [z], [TA_MODE_UPDATE], runtime=rt)
+    call ta_copy(w, z, runtime=rt)
+    call ta_wait_idle(rt, stat=st)
+    call ta_stats_get(s1, runtime=rt)
+    call check(s1%tasks_submitted - s0%tasks_submitted == 4, 'stats: 4 submitted')
+    call check(s1%tasks_completed - s0%tasks_completed == 4, 'stats: 4 completed')
+    call check(s1%tasks_failed - s0%tasks_failed == 2, 'stats: 2 failed (kernel and poisoned copy)')
+    call check(s1%tasks_cancelled == s0%tasks_cancelled, 'stats: none cancelled')
+    call check(s1%pending == 0 .and. s1%queue_depth == 0, 'stats: nothing pending')
+    call check(s1%peak_pending >= s0%peak_pending .and. s1%busy_ns >= s0%busy_ns .and. s1%steals >= s0%steals, &
+        'stats: monotone counters')
+    call ta_get(x, got)
+    call check(all(got == 3.0_c_double), 'stats program result')
+
+    ! a trace of a fill, a kernel and a scale names each exactly once
+    call ta_zeros(q, TA_DTYPE_F64, [2, 2])
+    call ta_wait_idle(rt)
+    call ta_trace_start(1024_c_int64_t, runtime=rt)
+    call ta_fill(q, 2.0_c_double, runtime=rt)
+    call ta_submit_kernel(c_funloc(k_plus100), [q], [TA_MODE_UPDATE], name='fortran_traced', runtime=rt)
+    call ta_scale(q, 2.0_c_double, runtime=rt)
+    call ta_wait_idle(rt)
+    call ta_trace_stop(path, runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK, 'trace written')
+    call ta_get(q, got22)
+    call check(all(got22 == 204.0_c_double), 'traced program result')
+    open(newunit=u, file=path, access='stream', form='unformatted', status='old', action='read')
+    inquire(unit=u, size=sz)
+    allocate(character(len=sz) :: trace)
+    read(u) trace
+    close(u)
+    call check(count_of(trace, '"traceEvents"') == 1, 'trace: trace-event JSON')
+    call check(count_of(trace, '"fill"') == 1, 'trace: the fill once')
+    call check(count_of(trace, '"fortran_traced"') == 1, 'trace: the kernel once')
+    call check(count_of(trace, '"scale"') == 1, 'trace: the scale once')
+    msg = ''
+    call ta_trace_stop(path, runtime=rt, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_INVALID_ARGUMENT .and. trim(msg) == 'the runtime is not recording a trace', &
+        'trace_stop without a recording: status and message')
+    call ta_trace_start(runtime=rt)
+    call ta_trace_stop(runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK, 'trace discarded')
+
+    ! the dump names a fill waiting behind a held write mapping (mappings and
+    ! operations without `runtime` use the default runtime)
+    call ta_track(.true.)
+    call ta_zeros(t, TA_DTYPE_F64, [3])
+    call ta_map(m, v, t, TA_MODE_WRITE)
+    call ta_fill(t, 5.0_c_double)
+    call ta_ready(ev, t)
+    call check(.not. ta_done(ev), 'the fill waits for the mapping')
+    call ta_dump(rep, stat=st)
+    call check(st == TA_STATUS_OK .and. index(rep, '"fill": WAITING') > 0, 'dump: the fill is waiting')
+    call check(index(rep, 'waits for op #') > 0 .and. index(rep, '"ta_tensor_acquire" (running) on tensor') > 0, &
+        'dump: it waits for the mapping')
+    call ta_dump(rep, TA_DUMP_DOT)
+    call check(len(rep) > 7, 'dot dump not empty')
+    if (len(rep) > 7) call check(rep(1:7) == 'digraph' .and. index(rep, ' -> ') > 0, 'dot dump: a graph with an edge')
+    call ta_free(m)
+    call ta_wait(ev)
+    call ta_get(t, got3)
+    call check(all(got3 == 5.0_c_double), 'the fill ran after the mapping')
+    call ta_dump(rep)
+    call check(index(rep, '"fill"') == 0, 'dump: nothing left after the fill')
+    call ta_track(.false.)
+    call ta_free(ev)
+    call ta_free(t)
+    call ta_free(w)
+    call ta_free(z)
+    call ta_free(q)
+    call ta_free(x)
+  end subroutine test_observability
+
+  integer function count_of(hay, needle) result(n)
+    character(len=*), intent(in) :: hay, needle
+    integer :: at, k
+    n = 0
+    at = 1
+    do
+      k = index(hay(at:), needle)
+      if (k == 0) exit
+      n = n + 1
+      at = at + k
+    end do
+  end function count_of
 end program test_fortran

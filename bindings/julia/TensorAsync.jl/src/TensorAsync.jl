@@ -763,4 +763,110 @@ function submit_task(f, accesses; name, cq)
     return nothing
 end
 
+# ---------------------------------------------------------------- observability
+
+# These act on the default runtime, which every operation of this package
+# runs on. They are not exported (`dump` would shadow `Base.dump`): call them
+# as `TensorAsync.stats()` and so on.
+
+function with_default_runtime(f)
+    r = Ref{Ptr{L.ta_runtime}}(C_NULL)
+    check(L.ta_runtime_default(r))
+    try
+        return f(r[])
+    finally
+        L.ta_runtime_free(r[])
+    end
+end
+
+"""
+    trace_start(; capacity=0)
+
+Start recording a trace of everything the runtime runs from now on: per
+operation its worker, submission, ready, start and end times, name, tensors
+and the operations it waited for. `capacity` operations are kept (0: the
+library's default); when full, the oldest are dropped. A recording in
+progress is restarted. `trace_stop(path)` writes it.
+"""
+function trace_start(; capacity::Integer=0)
+    opts = Ref(L.ta_trace_options(UInt32(sizeof(L.ta_trace_options)), UInt32(0), UInt64(capacity)))
+    with_default_runtime() do r
+        err = Ref{Ptr{L.ta_error}}(C_NULL)
+        check(L.ta_runtime_trace_start(r, opts, err), err)
+    end
+end
+
+"""
+    trace_stop(path)
+    trace_stop(nothing)
+
+Stop recording and write the trace to the file `path` as Chrome trace-event
+JSON (chrome://tracing, ui.perfetto.dev); `nothing` discards it. Throws a
+`TensorAsyncError` (TA_STATUS_INVALID_ARGUMENT) when nothing is recorded.
+"""
+function trace_stop(path::Union{AbstractString,Nothing})
+    cpath = path === nothing ? nothing : String(path)
+    cpath !== nothing && occursin('\0', cpath) && throw(ArgumentError("path contains a NUL character"))
+    with_default_runtime() do r
+        err = Ref{Ptr{L.ta_error}}(C_NULL)
+        p = cpath === nothing ? Ptr{UInt8}(C_NULL) : pointer(cpath)
+        GC.@preserve cpath check(L.ta_runtime_trace_stop(r, p, err), err)
+    end
+end
+
+"""`trace_discard()`: stop recording and discard the trace (`trace_stop(nothing)`)."""
+trace_discard() = trace_stop(nothing)
+
+"""
+    track(enable=true)
+
+Turn tracking of pending work on or off: `dump()` lists only the operations
+submitted while it is on (it costs up to about a microsecond per operation).
+"""
+track(enable::Bool=true) = with_default_runtime(r -> check(L.ta_runtime_track(r, Int32(enable))))
+
+"""
+    dump(; format=:text)
+
+A report of the runtime's unfinished operations (those submitted while
+`track` was on): per operation its state (RUNNING, READY or WAITING), the
+tensors it accesses, and which operation it waits for on which tensor.
+`format=:dot` gives the same graph in Graphviz DOT.
+"""
+function dump(; format::Symbol=:text)
+    fmt = format === :text ? L.TA_DUMP_TEXT : format === :dot ? L.TA_DUMP_DOT :
+          throw(ArgumentError("format must be :text or :dot"))
+    with_default_runtime() do r
+        cap = 1024
+        while true
+            buf = Vector{UInt8}(undef, cap)
+            len = Ref{Csize_t}(0)
+            err = Ref{Ptr{L.ta_error}}(C_NULL)
+            st = GC.@preserve buf L.ta_runtime_dump_string(r, fmt, pointer(buf), cap, len, err)
+            st == L.TA_STATUS_OK && return String(buf[1:len[]])
+            st == L.TA_STATUS_BUFFER_TOO_SMALL || check(st, err)
+            err[] == C_NULL || L.ta_error_free(err[])
+            cap = Int(len[]) + Int(len[]) ÷ 2 + 64   # the report may grow meanwhile
+        end
+    end
+end
+
+"""
+    stats()
+
+The runtime's counters as a NamedTuple: `threads`, `tasks_submitted`,
+`tasks_completed` (whatever their status), `tasks_failed`, `tasks_cancelled`,
+`steals`, `queue_depth`, `pending`, `peak_pending` (sampled) and `busy_ns`
+(see `ta_stats` in the C header).
+"""
+function stats()
+    s = Ref(L.ta_stats(UInt32(sizeof(L.ta_stats)), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    with_default_runtime(r -> check(L.ta_runtime_stats(r, s)))
+    c = s[]
+    return (threads=Int(c.threads), tasks_submitted=Int(c.tasks_submitted), tasks_completed=Int(c.tasks_completed),
+            tasks_failed=Int(c.tasks_failed), tasks_cancelled=Int(c.tasks_cancelled), steals=Int(c.steals),
+            queue_depth=Int(c.queue_depth), pending=Int(c.pending), peak_pending=Int(c.peak_pending),
+            busy_ns=Int(c.busy_ns))
+end
+
 end # module TensorAsync

@@ -210,4 +210,85 @@ using TensorAsync: LibTensorAsync as L
         @test e isa TensorAsyncError && e.status == L.TA_STATUS_KERNEL_FAILED
         @test occursin("task says no", e.message) && e.origin == "task_fails"
     end
+    @testset "observability: stats, trace, dump" begin
+        TA = TensorAsync
+        # Wait until nothing is pending, through the event loop (kernels of
+        # earlier tests may need the dispatcher task to run).
+        settle() = while TA.stats().pending != 0
+            sleep(0.001)
+        end
+        x = tzeros(Float64, 4)
+        z = tzeros(Float64, 2)
+        w = tzeros(Float64, 2)
+        settle()
+        s0 = TA.stats()
+        @test s0.threads >= 1
+        # 4 operations: the throwing kernel and the copy of its poisoned
+        # output fail.
+        fill!(x, 1.0)
+        rmul!(x, 3.0)
+        submit(z => :update; name="stats_fails") do b
+            error("stats failure")
+        end
+        copyto!(w, z)
+        settle()
+        s1 = TA.stats()
+        @test s1.tasks_submitted - s0.tasks_submitted == 4
+        @test s1.tasks_completed - s0.tasks_completed == 4
+        @test s1.tasks_failed - s0.tasks_failed == 2
+        @test s1.tasks_cancelled == s0.tasks_cancelled
+        @test s1.pending == 0 && s1.queue_depth == 0
+        @test s1.peak_pending >= s0.peak_pending && s1.busy_ns >= s0.busy_ns && s1.steals >= s0.steals
+        @test Array(x) == fill(3.0, 4)
+        @test_throws TensorAsyncError wait(w)
+
+        # A trace names each of its operations exactly once.
+        q = tzeros(Float64, 2, 2)
+        settle()
+        TA.trace_start(capacity=1024)
+        fill!(q, 2.0)
+        submit(q => :update; name="jl_traced") do a
+            a .+= 1
+        end
+        rmul!(q, 2.0)
+        settle()
+        path = tempname() * ".json"
+        TA.trace_stop(path)
+        txt = read(path, String)
+        @test occursin("\"traceEvents\"", txt)
+        @test length(findall("\"fill\"", txt)) == 1
+        @test length(findall("\"jl_traced\"", txt)) == 1
+        @test length(findall("\"scale\"", txt)) == 1
+        @test Array(q) == fill(6.0, 2, 2)
+        e = try
+            TA.trace_stop(path); nothing
+        catch err
+            err
+        end
+        @test e isa TensorAsyncError && e.status == L.TA_STATUS_INVALID_ARGUMENT
+        @test e.message == "the runtime is not recording a trace"
+        TA.trace_start()
+        TA.trace_discard()
+        rm(path)
+
+        # The dump names a fill waiting behind a held write mapping.
+        TA.track(true)
+        t = tzeros(Float64, 3)
+        acquire(t; mode=:write) do A
+            A .= 1
+            fill!(t, 5.0)
+            rep = TA.dump()
+            @test occursin("\"fill\": WAITING", rep)
+            @test occursin("waits for op #", rep)
+            @test occursin("\"ta_tensor_acquire_async\" (running) on tensor", rep)
+            dot = TA.dump(format=:dot)
+            @test startswith(dot, "digraph") && occursin(" -> ", dot)
+        end
+        @test Array(t) == fill(5.0, 3)
+        settle()
+        @test !occursin("\"fill\"", TA.dump())
+        TA.track(false)
+        @test_throws ArgumentError TA.dump(format=:svg)
+        foreach(close, (x, z, w, q, t))
+    end
 end
