@@ -35,7 +35,7 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
         if l.layout(0).is_none() {
             if let Some(src) = l.layout(1) {
                 let extents = src.extents.clone();
-                l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, dst_domain, ORIGIN)?);
+                l.construct(0, Value::alloc_contents(dtype, &extents, Order::RowMajor, dst_domain, ORIGIN)?);
             }
         }
         same_extents(ORIGIN, l, 0, 1)
@@ -59,7 +59,7 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     let body = Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
         match l.layout(0) {
-            None => l.state(0).contents = Some(Value::alloc_contents(dtype, &extents, Order::RowMajor, domain, ORIGIN)?),
+            None => l.construct(0, Value::alloc_contents(dtype, &extents, Order::RowMajor, domain, ORIGIN)?),
             Some(have) if have.extents != extents => {
                 return Err(Error::new(
                     Status::ShapeMismatch,

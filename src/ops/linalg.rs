@@ -111,7 +111,7 @@ fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], sc
     match l.layout(i).map(|x| x.extents.clone()) {
         Some(have) if have.as_slice() == want => Ok(()),
         None => {
-            l.state(i).contents = Some(Value::alloc_contents(dtype, want, Order::RowMajor, domain, origin)?);
+            l.construct(i, Value::alloc_contents(dtype, want, Order::RowMajor, domain, origin)?);
             Ok(())
         }
         Some(have) => {

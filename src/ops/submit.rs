@@ -82,6 +82,11 @@ pub(crate) struct Locked<'g> {
     /// Contents replaced by this operation: earlier accesses still point into
     /// them, so the task keeps them alive until it has run.
     retired: Option<Arc<Contents>>,
+    /// The operand whose contents were replaced (into `retired`), and the one
+    /// whose unconstructed value was constructed: a refused submission puts
+    /// both back, so it changes nothing and frees nothing an earlier access uses.
+    replaced: Option<usize>,
+    constructed: Option<usize>,
 }
 
 impl Locked<'_> {
@@ -128,7 +133,24 @@ impl Locked<'_> {
         }
         debug_assert!(self.retired.is_none(), "one replaced output per operation");
         self.retired = Some(old);
+        self.replaced = Some(i);
         Ok(())
+    }
+
+    /// Construct the unconstructed whole-value operand `i` with `fresh`.
+    pub(crate) fn construct(&mut self, i: usize, fresh: Arc<Contents>) {
+        self.state(i).contents = Some(fresh);
+        self.constructed = Some(i);
+    }
+
+    /// Undo what the plan did to the operands' values, for a refused submission.
+    fn undo(&mut self) {
+        if let Some(i) = self.constructed.take() {
+            self.state(i).contents = None;
+        }
+        if let (Some(i), Some(old)) = (self.replaced.take(), self.retired.take()) {
+            self.state(i).contents = Some(old);
+        }
     }
 
     /// The submission-time layout of operand `i` (its view's, for a view);
@@ -277,7 +299,7 @@ fn enroll(
     let mut task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None };
+    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, replaced: None, constructed: None };
     for (h, &g) in hz.iter().zip(guard_of) {
         if g == locked.guards.len() {
             locked.guards.push(h.value.state.lock());
@@ -301,6 +323,7 @@ fn enroll(
         Ok(())
     });
     if let Err(e) = checked {
+        locked.undo();
         drop(locked);
         drop(task);
         rt.inner().refuse();
