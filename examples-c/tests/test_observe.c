@@ -148,7 +148,11 @@ static void test_stats(void) {
     CHECK(s.tasks_failed == 2 && s.tasks_cancelled == 0, "failed %llu cancelled %llu", (unsigned long long)s.tasks_failed,
           (unsigned long long)s.tasks_cancelled);
     CHECK(s.peak_pending == 10, "peak %llu, want 10", (unsigned long long)s.peak_pending);
-    CHECK(s.steals == 3, "steals %llu, want 3 (fails, reads_poison, gate; the chain runs inline)", (unsigned long long)s.steals);
+    /* "fails" and "gate" are ready when submitted and go through the shared
+     * queue; "reads_poison" does too unless its poisoned input concludes it
+     * first (timing: seen under valgrind); the chain always runs inline. */
+    CHECK(s.steals == 2 || s.steals == 3, "steals %llu, want 2 or 3 (fails, gate, maybe reads_poison; the chain runs inline)",
+          (unsigned long long)s.steals);
 
     uint64_t busy[4] = {0, 0, 0, 0};
     size_t nb = 0;
