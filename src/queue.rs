@@ -157,7 +157,9 @@ impl EpochQueue {
             e.writes = true;
         } else {
             if writes {
-                self.frontier.retain(|e| !region.covers(&e.region));
+                // An access to no element is not ordered before this writer,
+                // so it stays on the frontier for later barriers.
+                self.frontier.retain(|e| matches!(e.region, Region::Empty) || !region.covers(&e.region));
             }
             self.push(Entry { task: task.clone(), writes, region: region.clone() });
         }
@@ -173,7 +175,10 @@ impl EpochQueue {
             task.depend_on(w);
         }
         for e in &self.frontier {
-            if e.region.may_overlap(region) {
+            // An access to no element is still enrolled: a barrier (a wait,
+            // or the release of the handle the access goes through) waits
+            // for it too.
+            if matches!(e.region, Region::Empty) || e.region.may_overlap(region) {
                 task.depend_on(&e.task);
             }
         }
