@@ -79,13 +79,13 @@ pub(crate) struct Locked<'g> {
     guards: Guards<'g>,
     /// Operand index -> guard index (of the operand's root value).
     slot: &'g [usize],
-    /// Contents replaced by this operation: earlier accesses still point into
-    /// them, so the task keeps them alive until it has run.
-    retired: Option<Arc<Contents>>,
-    /// The operand whose contents were replaced (into `retired`), and the one
-    /// whose unconstructed value was constructed: a refused submission puts
-    /// both back, so it changes nothing and frees nothing an earlier access uses.
-    replaced: Option<usize>,
+    /// The operand whose contents this operation replaced, with the old
+    /// contents: earlier accesses still point into them, so the task keeps
+    /// them alive until it has run.
+    retired: Option<(usize, Arc<Contents>)>,
+    /// The operand whose unconstructed value this operation constructed. A
+    /// refused submission puts both back, so it changes nothing and frees
+    /// nothing an earlier access uses.
     constructed: Option<usize>,
 }
 
@@ -132,8 +132,7 @@ impl Locked<'_> {
             ));
         }
         debug_assert!(self.retired.is_none(), "one replaced output per operation");
-        self.retired = Some(old);
-        self.replaced = Some(i);
+        self.retired = Some((i, old));
         Ok(())
     }
 
@@ -148,7 +147,7 @@ impl Locked<'_> {
         if let Some(i) = self.constructed.take() {
             self.state(i).contents = None;
         }
-        if let (Some(i), Some(old)) = (self.replaced.take(), self.retired.take()) {
+        if let Some((i, old)) = self.retired.take() {
             self.state(i).contents = Some(old);
         }
     }
@@ -299,7 +298,7 @@ fn enroll(
     let mut task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
-    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, replaced: None, constructed: None };
+    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
     for (h, &g) in hz.iter().zip(guard_of) {
         if g == locked.guards.len() {
             locked.guards.push(h.value.state.lock());
@@ -336,7 +335,7 @@ fn enroll(
     // Record where each operand's elements are, now that the plan is final.
     // SAFETY: the task is not yet enrolled, so no other thread can see its work.
     let work = unsafe { task.work_mut() };
-    if let Some(old) = locked.retired.take() {
+    if let Some((_, old)) = locked.retired.take() {
         work.keep_alive(old);
     }
     for (i, a) in work.accesses_mut().iter_mut().enumerate() {
