@@ -52,7 +52,11 @@ fn views(c: &mut Criterion) {
     let mut g = c.benchmark_group("views");
     g.sample_size(30).measurement_time(Duration::from_secs(2));
     g.bench_function("create_slice_view", |b| {
-        b.iter(|| std::hint::black_box(t.slice(&[SliceSpec::range(8, 40), SliceSpec { start: 60, stop: 3, step: -2, drop: false }]).unwrap()))
+        b.iter(|| {
+            std::hint::black_box(
+                t.slice(&[SliceSpec::range(8, 40), SliceSpec { start: 60, stop: 3, step: -2, drop: false }]).unwrap(),
+            )
+        })
     });
     g.bench_function("create_transpose_view", |b| b.iter(|| std::hint::black_box(t.transpose().unwrap())));
     let s = t.slice(&[SliceSpec::range(0, 32), SliceSpec::all(64)]).unwrap();

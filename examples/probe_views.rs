@@ -6,8 +6,22 @@ fn heavy() -> KernelFn {
         let (rows, cols) = (v.extents[0] as isize, v.extents[1] as isize);
         let p = v.ptr as *mut f64;
         let t0 = Instant::now();
-        for _ in 0..40 { for i in 0..rows { for j in 0..cols { unsafe { let e = p.offset(i * v.strides[0] + j * v.strides[1]); *e = (*e * 1.000001 + 0.5).sqrt(); } } } }
-        eprintln!("  kernel on {:?} took {:?} on {:?}", std::thread::current().name(), t0.elapsed(), std::thread::current().id());
+        for _ in 0..40 {
+            for i in 0..rows {
+                for j in 0..cols {
+                    unsafe {
+                        let e = p.offset(i * v.strides[0] + j * v.strides[1]);
+                        *e = (*e * 1.000001 + 0.5).sqrt();
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "  kernel on {:?} took {:?} on {:?}",
+            std::thread::current().name(),
+            t0.elapsed(),
+            std::thread::current().id()
+        );
         Ok(())
     })
 }

@@ -45,11 +45,6 @@
 #define TA_DUMP_DOT 1
 
 /**
- * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
- */
-#define TA_WRAP_READ_ONLY 1
-
-/**
  * `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
  */
 #define TA_DL_FLAG_READ_ONLY 1
@@ -73,6 +68,11 @@
  * The DLPack minor version of exported tensors.
  */
 #define TA_DL_MINOR_VERSION 0
+
+/**
+ * `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+ */
+#define TA_WRAP_READ_ONLY 1
 
 /**
  * Major version of the library.
@@ -403,52 +403,6 @@ typedef struct ta_stats {
 } ta_stats;
 
 /**
- * Called exactly once, after the last access, to give wrapped memory back,
- * on the thread that lets the memory go (a worker, or the thread that frees
- * the last handle), never while the library holds a lock. It must not call
- * back into the library for the tensor it releases; use
- * `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
- * library thread.
- */
-typedef void (*ta_release_fn)(void *userdata, void *data);
-
-/**
- * Options for `ta_tensor_wrap_ex`. Set `struct_size` to
- * `sizeof(ta_wrap_options)` and zero-initialise the fields you do not set.
- */
-typedef struct ta_wrap_options {
-  /**
-   * `sizeof(ta_wrap_options)`.
-   */
-  uint32_t struct_size;
-  /**
-   * `TA_WRAP_READ_ONLY`, or 0.
-   */
-  uint32_t flags;
-  /**
-   * Called as `release(release_userdata, data)` exactly once after the
-   * last access, on whichever thread lets the memory go (a worker, or the
-   * thread that frees the last handle); may be NULL.
-   */
-  ta_release_fn release;
-  /**
-   * Passed to `release`.
-   */
-  void *release_userdata;
-  /**
-   * If not NULL, the release is also reported as the completion entry
-   * `{release_tag, TA_STATUS_OK, NULL}` on this queue (with `release`
-   * NULL, no code of the caller's runs on a library thread for it). The
-   * queue is kept alive until then.
-   */
-  const struct ta_cq *release_cq;
-  /**
-   * Tag of that completion entry.
-   */
-  uint64_t release_tag;
-} ta_wrap_options;
-
-/**
  * `DLPackVersion`.
  */
 typedef struct ta_dl_version {
@@ -512,6 +466,52 @@ typedef struct ta_dl_managed_tensor {
   void *manager_ctx;
   void (*deleter)(struct ta_dl_managed_tensor *managed);
 } ta_dl_managed_tensor;
+
+/**
+ * Called exactly once, after the last access, to give wrapped memory back,
+ * on the thread that lets the memory go (a worker, or the thread that frees
+ * the last handle), never while the library holds a lock. It must not call
+ * back into the library for the tensor it releases; use
+ * `ta_tensor_wrap_ex` with a completion queue to avoid running code on a
+ * library thread.
+ */
+typedef void (*ta_release_fn)(void *userdata, void *data);
+
+/**
+ * Options for `ta_tensor_wrap_ex`. Set `struct_size` to
+ * `sizeof(ta_wrap_options)` and zero-initialise the fields you do not set.
+ */
+typedef struct ta_wrap_options {
+  /**
+   * `sizeof(ta_wrap_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `TA_WRAP_READ_ONLY`, or 0.
+   */
+  uint32_t flags;
+  /**
+   * Called as `release(release_userdata, data)` exactly once after the
+   * last access, on whichever thread lets the memory go (a worker, or the
+   * thread that frees the last handle); may be NULL.
+   */
+  ta_release_fn release;
+  /**
+   * Passed to `release`.
+   */
+  void *release_userdata;
+  /**
+   * If not NULL, the release is also reported as the completion entry
+   * `{release_tag, TA_STATUS_OK, NULL}` on this queue (with `release`
+   * NULL, no code of the caller's runs on a library thread for it). The
+   * queue is kept alive until then.
+   */
+  const struct ta_cq *release_cq;
+  /**
+   * Tag of that completion entry.
+   */
+  uint64_t release_tag;
+} ta_wrap_options;
 
 /**
  * What `ta_runtime_shutdown` does with work that has not started.
@@ -1591,17 +1591,56 @@ ta_status ta_copy_out(const struct ta_tensor *src,
                       struct ta_error **error);
 
 /**
- * A new event that completes once every operation enrolled on `tensor` so
- * far (for a view, on the elements it touches; for a block view, on each of
- * its blocks) has completed. Never blocks. Its final status is what
- * `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a clean
- * value, the status of the error that poisoned it (`ta_event_error` gives
- * that error object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted
- * after this call are not waited for. Free the event with `ta_event_free`.
+ * Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in
+ * `mode` exactly as `ta_tensor_acquire` does (blocking up to `timeout_ns`,
+ * with the same statuses and errors) and holds it until the managed
+ * tensor's deleter runs: until then a READ export holds later writers, a
+ * WRITE or UPDATE export every later access. READ exports set
+ * `TA_DL_FLAG_READ_ONLY`. `strides` is always filled (in elements), the
+ * device is `kDLCPU`, `byte_offset` is 0. The deleter must be called
+ * exactly once, may be called from any thread, never blocks, and is safe
+ * during process exit; freeing the tensor's handles before it is fine. A
+ * conjugate view of a complex tensor gives `TA_STATUS_UNSUPPORTED`
+ * (DLPack has no conjugation flag; materialise it with `ta_conj` first).
  */
-ta_status ta_tensor_ready(const struct ta_tensor *tensor,
-                          struct ta_event **event_out,
-                          struct ta_error **error);
+ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
+                              ta_mode mode,
+                              int64_t timeout_ns,
+                              struct ta_dl_managed_tensor_versioned **out,
+                              struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0)
+ * `DLManagedTensor`, for consumers such as NumPy 2.0. It has no flags
+ * field: a READ export must not be written by the consumer.
+ */
+ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
+                                     ta_mode mode,
+                                     int64_t timeout_ns,
+                                     struct ta_dl_managed_tensor **out,
+                                     struct ta_error **error);
+
+/**
+ * Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On
+ * success the tensor owns `managed`: its deleter (if not NULL) is called
+ * exactly once, after the last access to the tensor (on the thread that
+ * lets the memory go). On failure nothing is called and `managed` stays
+ * the caller's. Only `kDLCPU` tensors with one lane are accepted
+ * (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL
+ * strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
+ * read-only tensor.
+ */
+ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
+                                struct ta_tensor **tensor_out,
+                                struct ta_error **error);
+
+/**
+ * The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
+ * `DLManagedTensor` (always writable).
+ */
+ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
+                                       struct ta_tensor **tensor_out,
+                                       struct ta_error **error);
 
 /**
  * Acquire host access to `tensor` and wait up to `timeout_ns`
@@ -1667,6 +1706,19 @@ ta_status ta_mapping_view(const struct ta_mapping *mapping, struct ta_view *view
  * `TA_STATUS_DOUBLE_FREE`.
  */
 ta_status ta_mapping_free(struct ta_mapping *mapping);
+
+/**
+ * A new event that completes once every operation enrolled on `tensor` so
+ * far (for a view, on the elements it touches; for a block view, on each of
+ * its blocks) has completed. Never blocks. Its final status is what
+ * `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a clean
+ * value, the status of the error that poisoned it (`ta_event_error` gives
+ * that error object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted
+ * after this call are not waited for. Free the event with `ta_event_free`.
+ */
+ta_status ta_tensor_ready(const struct ta_tensor *tensor,
+                          struct ta_event **event_out,
+                          struct ta_error **error);
 
 /**
  * Inside a user kernel: defer the operation's completion. The operation
@@ -1755,58 +1807,6 @@ ta_status ta_tensor_wrap_ex(ta_dtype dtype,
                             const struct ta_wrap_options *options,
                             struct ta_tensor **tensor_out,
                             struct ta_error **error);
-
-/**
- * Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in
- * `mode` exactly as `ta_tensor_acquire` does (blocking up to `timeout_ns`,
- * with the same statuses and errors) and holds it until the managed
- * tensor's deleter runs: until then a READ export holds later writers, a
- * WRITE or UPDATE export every later access. READ exports set
- * `TA_DL_FLAG_READ_ONLY`. `strides` is always filled (in elements), the
- * device is `kDLCPU`, `byte_offset` is 0. The deleter must be called
- * exactly once, may be called from any thread, never blocks, and is safe
- * during process exit; freeing the tensor's handles before it is fine. A
- * conjugate view of a complex tensor gives `TA_STATUS_UNSUPPORTED`
- * (DLPack has no conjugation flag; materialise it with `ta_conj` first).
- */
-ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
-                              ta_mode mode,
-                              int64_t timeout_ns,
-                              struct ta_dl_managed_tensor_versioned **out,
-                              struct ta_error **error);
-
-/**
- * The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0)
- * `DLManagedTensor`, for consumers such as NumPy 2.0. It has no flags
- * field: a READ export must not be written by the consumer.
- */
-ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
-                                     ta_mode mode,
-                                     int64_t timeout_ns,
-                                     struct ta_dl_managed_tensor **out,
-                                     struct ta_error **error);
-
-/**
- * Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On
- * success the tensor owns `managed`: its deleter (if not NULL) is called
- * exactly once, after the last access to the tensor (on the thread that
- * lets the memory go). On failure nothing is called and `managed` stays
- * the caller's. Only `kDLCPU` tensors with one lane are accepted
- * (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL
- * strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
- * read-only tensor.
- */
-ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
-                                struct ta_tensor **tensor_out,
-                                struct ta_error **error);
-
-/**
- * The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
- * `DLManagedTensor` (always writable).
- */
-ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
-                                       struct ta_tensor **tensor_out,
-                                       struct ta_error **error);
 
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).

@@ -14,7 +14,9 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 
-use libmimalloc_sys::{mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc, mi_zalloc_aligned};
+use libmimalloc_sys::{
+    mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc, mi_zalloc_aligned,
+};
 
 /// Every block `mi_malloc` returns has at least this alignment.
 const WORD: usize = std::mem::size_of::<usize>();
@@ -34,13 +36,21 @@ unsafe impl GlobalAlloc for Allocator {
             }
         }
         // SAFETY: see the impl.
-        by_align(layout.align(), || unsafe { mi_malloc(layout.size()) }, || unsafe { mi_malloc_aligned(layout.size(), layout.align()) })
+        by_align(
+            layout.align(),
+            || unsafe { mi_malloc(layout.size()) },
+            || unsafe { mi_malloc_aligned(layout.size(), layout.align()) },
+        )
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: see the impl.
-        by_align(layout.align(), || unsafe { mi_zalloc(layout.size()) }, || unsafe { mi_zalloc_aligned(layout.size(), layout.align()) })
+        by_align(
+            layout.align(),
+            || unsafe { mi_zalloc(layout.size()) },
+            || unsafe { mi_zalloc_aligned(layout.size(), layout.align()) },
+        )
     }
 
     #[inline]
@@ -57,7 +67,11 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = ptr.cast::<c_void>();
         // SAFETY: see the impl.
-        by_align(layout.align(), || unsafe { mi_realloc(p, new_size) }, || unsafe { mi_realloc_aligned(p, new_size, layout.align()) })
+        by_align(
+            layout.align(),
+            || unsafe { mi_realloc(p, new_size) },
+            || unsafe { mi_realloc_aligned(p, new_size, layout.align()) },
+        )
     }
 }
 

@@ -205,7 +205,13 @@ mod tests {
         let counts = Layout::new::<[usize; 2]>();
         let arc = counts.extend(Layout::new::<crate::runtime::Task>()).unwrap().0.pad_to_align();
         assert_eq!((SIZE, ALIGN), (arc.size(), arc.align()));
-        let t = crate::Tensor::zeros(crate::dtype::DType::F64, &[1], crate::layout::Order::RowMajor, crate::domain::Domain::Host).unwrap();
+        let t = crate::Tensor::zeros(
+            crate::dtype::DType::F64,
+            &[1],
+            crate::layout::Order::RowMajor,
+            crate::domain::Domain::Host,
+        )
+        .unwrap();
         let task = || crate::runtime::exec::idle_task(&t);
         let first = task();
         let at = Arc::as_ptr(&first) as usize;

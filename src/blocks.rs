@@ -111,7 +111,8 @@ impl BlockArray {
             let mut l = Layout::contiguous(s, order);
             l.offset = offset as isize;
             let n = l.checked_len().ok_or_else(|| Error::new(Status::OutOfMemory, O, "a block is too large"))?;
-            offset = offset.checked_add(n).ok_or_else(|| Error::new(Status::OutOfMemory, O, "the blocks are too large"))?;
+            offset =
+                offset.checked_add(n).ok_or_else(|| Error::new(Status::OutOfMemory, O, "the blocks are too large"))?;
             layouts.push(l);
         }
         let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, domain, O)?;
@@ -151,7 +152,11 @@ impl BlockArray {
                 let keep = storage.clone();
                 let part = unsafe {
                     // SAFETY: the part is valid memory while `keep` holds the allocation.
-                    Storage::wrap(NonNull::new(ptr).unwrap_or(NonNull::dangling()), bytes, Some(Box::new(move || drop(keep))))
+                    Storage::wrap(
+                        NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+                        bytes,
+                        Some(Box::new(move || drop(keep))),
+                    )
                 };
                 let mut local = l.clone();
                 local.offset -= lo;
@@ -189,7 +194,11 @@ impl BlockArray {
     /// as a tensor handle on the block's own queue.
     pub fn block(&self, i: usize) -> Result<Tensor> {
         let b = self.0.blocks.get(i).ok_or_else(|| {
-            Error::new(Status::OutOfRange, "blocks_block", format!("block {i} of an array of {} blocks", self.0.blocks.len()))
+            Error::new(
+                Status::OutOfRange,
+                "blocks_block",
+                format!("block {i} of an array of {} blocks", self.0.blocks.len()),
+            )
         })?;
         Ok(Tensor::of_value(b.clone()))
     }
@@ -197,7 +206,8 @@ impl BlockArray {
     /// The tile at a multi-index (tiled arrays).
     pub fn tile(&self, index: &[usize]) -> Result<Tensor> {
         const O: &str = "blocks_tile";
-        let grid = self.grid().ok_or_else(|| Error::new(Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
+        let grid =
+            self.grid().ok_or_else(|| Error::new(Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
         check_index(index, grid, O)?;
         self.block(ravel(index, grid))
     }
@@ -214,7 +224,11 @@ impl BlockArray {
         }
         for k in 0..grid.len() {
             if lo[k] >= hi[k] || hi[k] > grid[k] {
-                return Err(Error::new(Status::OutOfRange, O, format!("tiles {}..{} on axis {k} of a grid {grid:?}", lo[k], hi[k])));
+                return Err(Error::new(
+                    Status::OutOfRange,
+                    O,
+                    format!("tiles {}..{} on axis {k} of a grid {grid:?}", lo[k], hi[k]),
+                ));
             }
         }
         let mut offset = whole.offset;
@@ -232,7 +246,11 @@ impl BlockArray {
                 self.0.blocks[ravel(&idx, grid)].clone()
             })
             .collect();
-        Ok(Tensor::of_coalesced(Coalesced { array: self.0.clone(), members, layout: Layout { offset, extents: ext, strides: whole.strides.clone() } }))
+        Ok(Tensor::of_coalesced(Coalesced {
+            array: self.0.clone(),
+            members,
+            layout: Layout { offset, extents: ext, strides: whole.strides.clone() },
+        }))
     }
 
     /// One view over list blocks `first..=last`: they must be adjacent and
@@ -247,7 +265,11 @@ impl BlockArray {
         let Shape::List { order } = self.0.shape else { unreachable!() };
         let n = self.0.blocks.len();
         if first > last || last >= n {
-            return Err(Error::new(Status::OutOfRange, O, format!("blocks {first} to {last} (inclusive) of {n}: the last block is {}", n.saturating_sub(1))));
+            return Err(Error::new(
+                Status::OutOfRange,
+                O,
+                format!("blocks {first} to {last} (inclusive) of {n}: the last block is {}", n.saturating_sub(1)),
+            ));
         }
         let ls = &self.0.layouts[first..=last];
         let slow = match order {
@@ -263,7 +285,11 @@ impl BlockArray {
                 return Err(Error::new(
                     Status::NotContiguous,
                     O,
-                    format!("blocks {first} to {last} do not stack into one dense array (block {} has extents {:?})", first + k, l.extents),
+                    format!(
+                        "blocks {first} to {last} do not stack into one dense array (block {} has extents {:?})",
+                        first + k,
+                        l.extents
+                    ),
                 ));
             }
             total += l.extents[slow];
@@ -286,13 +312,21 @@ impl BlockArray {
 }
 
 /// The shared allocation: zeroed, dense in `order`, in `domain`.
-fn alloc(dtype: DType, extents: &[usize], order: Order, domain: Domain, origin: &'static str) -> Result<(Arc<Storage>, Layout)> {
+fn alloc(
+    dtype: DType,
+    extents: &[usize],
+    order: Order,
+    domain: Domain,
+    origin: &'static str,
+) -> Result<(Arc<Storage>, Layout)> {
     let layout = Layout::contiguous(extents, order);
     let bytes = layout
         .checked_len()
         .and_then(|n| n.checked_mul(dtype.size()))
         .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large")))?;
+        .ok_or_else(|| {
+            Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large"))
+        })?;
     let storage = match domain {
         Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
         Domain::Cuda(d) => crate::device::storage::alloc(d, bytes, origin)?,
@@ -322,6 +356,10 @@ fn ravel(idx: &[usize], grid: &[usize]) -> usize {
 
 impl std::fmt::Debug for BlockArray {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockArray").field("dtype", &self.0.dtype).field("blocks", &self.0.blocks.len()).field("grid", &self.grid()).finish()
+        f.debug_struct("BlockArray")
+            .field("dtype", &self.0.dtype)
+            .field("blocks", &self.0.blocks.len())
+            .field("grid", &self.grid())
+            .finish()
     }
 }

@@ -75,7 +75,8 @@ impl Selector {
 
     /// Decode the C ABI bitmask (bit `k` for `BackendKind` value `k`).
     pub fn from_mask(mask: u32) -> Option<Selector> {
-        let known = (1 << BackendKind::Native as u32) | (1 << BackendKind::Blas as u32) | (1 << BackendKind::Cuda as u32);
+        let known =
+            (1 << BackendKind::Native as u32) | (1 << BackendKind::Blas as u32) | (1 << BackendKind::Cuda as u32);
         (mask & !known == 0).then_some(Selector { mask })
     }
 
@@ -292,7 +293,13 @@ pub(crate) fn select(
 }
 
 /// Offer `op` to each candidate in order; the first that accepts runs.
-pub(crate) fn walk(c: Candidates, op: &NativeOp, views: &[ResolvedView<'_>], origin: &crate::ops::OpName, cx: &mut RunCtx) -> Result<()> {
+pub(crate) fn walk(
+    c: Candidates,
+    op: &NativeOp,
+    views: &[ResolvedView<'_>],
+    origin: &crate::ops::OpName,
+    cx: &mut RunCtx,
+) -> Result<()> {
     walk_list(registry(c.domain), c.set, op, views, origin, cx)
 }
 
@@ -317,11 +324,7 @@ fn walk_list(
             }
         }
     }
-    Err(Error::new(
-        Status::NoBackend,
-        origin.to_origin(),
-        format!("every backend declined {:?}: {reasons}", op.tag()),
-    ))
+    Err(Error::new(Status::NoBackend, origin.to_origin(), format!("every backend declined {:?}: {reasons}", op.tag())))
 }
 
 #[cfg(test)]

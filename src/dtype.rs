@@ -232,7 +232,11 @@ impl Imm {
                 if lo <= v && v <= hi {
                     Ok(())
                 } else {
-                    Err(Error::new(Status::InvalidArgument, origin, format!("integer {v} is not representable as {}", dtype.name())))
+                    Err(Error::new(
+                        Status::InvalidArgument,
+                        origin,
+                        format!("integer {v} is not representable as {}", dtype.name()),
+                    ))
                 }
             }
             Some(_) => Ok(()),
@@ -368,18 +372,54 @@ macro_rules! with_element_type {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::dtype::DType;
         match $dtype {
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
-            DType::C64 => { type $T = num_complex::Complex32; $body }
-            DType::C128 => { type $T = num_complex::Complex64; $body }
-            DType::I8 => { type $T = i8; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::U64 => { type $T = u64; $body }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::C64 => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+            DType::C128 => {
+                type $T = num_complex::Complex64;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
         }
     }};
 }
@@ -402,7 +442,8 @@ mod tests {
         }
         assert_eq!(<i64 as Element>::from_scalar(Scalar::real(-(2f64.powi(63)))), i64::MIN);
         assert_eq!(<u64 as Element>::from_scalar(Scalar::real(2f64.powi(64) - 2048.0)), u64::MAX - 2047);
-        for (v, d) in [(2f64.powi(63), DType::I64), (2f64.powi(64), DType::U64), (-1.0, DType::U64), (0.5, DType::I64)] {
+        for (v, d) in [(2f64.powi(63), DType::I64), (2f64.powi(64), DType::U64), (-1.0, DType::U64), (0.5, DType::I64)]
+        {
             assert_eq!(Scalar::real(v).check_for(d, "t").unwrap_err().status(), Status::InvalidArgument, "{v}");
         }
         for v in [i64::MIN, i64::MAX, (1 << 53) + 1] {

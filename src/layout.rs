@@ -344,7 +344,8 @@ mod tests {
             }
         });
         pairs.sort();
-        let want: Vec<_> = (0..3).flat_map(|i| (0..4).map(move |j| ((i * 4 + j) as isize, (i + j * 3) as isize))).collect();
+        let want: Vec<_> =
+            (0..3).flat_map(|i| (0..4).map(move |j| ((i * 4 + j) as isize, (i + j * 3) as isize))).collect();
         assert_eq!(pairs, want);
     }
 

@@ -27,9 +27,9 @@ compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit val
 
 #[cfg(feature = "mimalloc")]
 mod allocator;
+pub mod backends;
 #[cfg(feature = "mimalloc")]
 mod block_cache;
-pub mod backends;
 pub mod blocks;
 pub mod device;
 pub mod dispatch;
@@ -49,6 +49,7 @@ mod sync;
 pub mod value;
 pub mod view;
 
+pub use blocks::BlockArray;
 pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
 pub use dtype::{DType, Element, Imm, Scalar};
@@ -58,7 +59,6 @@ pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
-pub use blocks::BlockArray;
 pub use value::Tensor;
 pub use view::SliceSpec;
 

@@ -222,8 +222,8 @@ impl EpochQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
     use crate::domain::Domain;
+    use crate::dtype::DType;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
     use crate::value::Tensor;

@@ -185,7 +185,9 @@ impl Region {
         }
         match (self, other) {
             (Region::Box(a), Region::Box(b)) => Arc::ptr_eq(a, b),
-            (Region::Span { lo, hi, exact }, Region::Span { lo: l2, hi: h2, exact: e2 }) => lo == l2 && hi == h2 && exact == e2,
+            (Region::Span { lo, hi, exact }, Region::Span { lo: l2, hi: h2, exact: e2 }) => {
+                lo == l2 && hi == h2 && exact == e2
+            }
             (Region::Full, Region::Full) | (Region::Empty, Region::Empty) => true,
             _ => false,
         }
@@ -309,7 +311,8 @@ impl Region {
             (_, Region::Empty) | (Region::Full, _) => true,
             (Region::Empty, _) | (_, Region::Full) => false,
             (Region::Box(a), Region::Box(b)) => {
-                Arc::ptr_eq(a, b) || (a.axes.len() == b.axes.len() && a.axes.iter().zip(&b.axes).all(|(p, q)| p.contains(*q)))
+                Arc::ptr_eq(a, b)
+                    || (a.axes.len() == b.axes.len() && a.axes.iter().zip(&b.axes).all(|(p, q)| p.contains(*q)))
             }
             (Region::Span { lo, hi, exact: true }, Region::Box(b)) => *lo <= b.span.0 && b.span.1 <= *hi,
             (Region::Span { lo, hi, exact: true }, Region::Span { lo: b0, hi: b1, .. }) => lo <= b0 && b1 <= hi,
@@ -460,7 +463,10 @@ mod tests {
         // Contiguous spans.
         let sp = |lo, hi| Region::Span { lo, hi, exact: true };
         let cut = sp(0, 29).subtract(&sp(5, 9), &root).unwrap();
-        assert!(matches!(&cut[..], [Region::Span { lo: 0, hi: 4, .. }, Region::Span { lo: 10, hi: 29, .. }]), "{cut:?}");
+        assert!(
+            matches!(&cut[..], [Region::Span { lo: 0, hi: 4, .. }, Region::Span { lo: 10, hi: 29, .. }]),
+            "{cut:?}"
+        );
         let cut = Region::Full.subtract(&sp(0, 9), &root).unwrap();
         assert!(matches!(&cut[..], [Region::Span { lo: 10, hi: 29, .. }]), "{cut:?}");
         assert!(sp(0, 29).subtract(&Region::Span { lo: 5, hi: 9, exact: false }, &root).is_none());

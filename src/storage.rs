@@ -53,8 +53,9 @@ impl Storage {
             .map_err(|_| Error::new(Status::OutOfMemory, origin, format!("cannot allocate {bytes} bytes")))?;
         // SAFETY: layout has non-zero size (checked above).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("out of memory allocating {bytes} bytes")))?;
+        let ptr = NonNull::new(raw).ok_or_else(|| {
+            Error::new(Status::OutOfMemory, origin, format!("out of memory allocating {bytes} bytes"))
+        })?;
         Ok(Storage { ptr, bytes, release: None })
     }
 
@@ -82,7 +83,6 @@ impl Storage {
     pub fn is_wrapped(&self) -> bool {
         self.release.is_some()
     }
-
 }
 
 impl Drop for Storage {
@@ -90,7 +90,8 @@ impl Drop for Storage {
         if let Some(f) = self.release.take() {
             f();
         } else if self.bytes != 0 {
-            let layout = AllocLayout::from_size_align(self.bytes, alloc_align(self.bytes)).expect("layout was valid at alloc");
+            let layout =
+                AllocLayout::from_size_align(self.bytes, alloc_align(self.bytes)).expect("layout was valid at alloc");
             // SAFETY: allocated in `alloc_zeroed` with this exact layout.
             unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
         }
@@ -109,9 +110,13 @@ mod tests {
         let mut buf = vec![0u8; 16];
         let ptr = NonNull::new(buf.as_mut_ptr()).unwrap();
         let s = Arc::new(unsafe {
-            Storage::wrap(ptr, 16, Some(Box::new(|| {
-                CALLS.fetch_add(1, Ordering::SeqCst);
-            })))
+            Storage::wrap(
+                ptr,
+                16,
+                Some(Box::new(|| {
+                    CALLS.fetch_add(1, Ordering::SeqCst);
+                })),
+            )
         });
         let s2 = s.clone();
         drop(s);

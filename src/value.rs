@@ -22,17 +22,17 @@ use std::time::Duration;
 
 use parking_lot::lock_api;
 
+use crate::blocks::Coalesced;
 use crate::domain::Domain;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
 use crate::layout::{Extents, Layout, Order};
 use crate::queue::EpochQueue;
-use crate::runtime;
 use crate::region::Region;
+use crate::runtime;
 use crate::storage::{ReleaseFn, Storage};
-use thin_vec::ThinVec;
-use crate::blocks::Coalesced;
 use crate::view::{SliceSpec, View};
+use thin_vec::ThinVec;
 
 static FULL_REGION: Region = Region::Full;
 use smallvec::SmallVec;
@@ -221,7 +221,13 @@ impl Value {
         Value::build(dtype, domain, contents, read_only, false)
     }
 
-    fn build(dtype: DType, domain: Domain, contents: Option<Arc<Contents>>, read_only: bool, fixed: bool) -> Arc<Value> {
+    fn build(
+        dtype: DType,
+        domain: Domain,
+        contents: Option<Arc<Contents>>,
+        read_only: bool,
+        fixed: bool,
+    ) -> Arc<Value> {
         let word = ValueLock {
             poisoned: AtomicBool::new(false),
             dtype: dtype as u32 as u8,
@@ -334,13 +340,21 @@ impl Value {
     /// Dense contents for `extents` in `domain` (used at creation and by
     /// overwrites that construct their output): zeroed on the host,
     /// uninitialised on a device (see [`Tensor::zeros`]).
-    pub(crate) fn alloc_contents(dtype: DType, extents: &[usize], order: Order, domain: Domain, origin: &'static str) -> Result<Arc<Contents>> {
+    pub(crate) fn alloc_contents(
+        dtype: DType,
+        extents: &[usize],
+        order: Order,
+        domain: Domain,
+        origin: &'static str,
+    ) -> Result<Arc<Contents>> {
         let layout = Layout::contiguous(extents, order);
         let bytes = layout
             .checked_len()
             .and_then(|n| n.checked_mul(dtype.size()))
             .filter(|&b| b <= isize::MAX as usize)
-            .ok_or_else(|| Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large")))?;
+            .ok_or_else(|| {
+                Error::new(Status::OutOfMemory, origin, format!("tensor of extents {extents:?} is too large"))
+            })?;
         let storage = match domain {
             Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
             Domain::Cuda(d) => crate::device::storage::alloc(d, bytes, origin)?,
@@ -598,7 +612,11 @@ impl Tensor {
             return Err(Error::new(Status::NullPointer, origin, "data pointer is NULL"));
         };
         if (ptr as usize) % dtype.align() != 0 {
-            return Err(Error::new(Status::InvalidArgument, origin, format!("data pointer is not aligned for {}", dtype.name())));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                origin,
+                format!("data pointer is not aligned for {}", dtype.name()),
+            ));
         }
         // The storage starts at the lowest element the layout reaches, which
         // lies below `ptr` when strides are negative.
@@ -698,7 +716,8 @@ impl Tensor {
     /// so far (for a view, on the elements it touches) has completed, with
     /// the outcome [`Tensor::wait`] would report. Never blocks.
     pub fn ready(&self) -> runtime::Event {
-        let mut events: SmallVec<[runtime::Event; 1]> = self.hazards().map(|(v, r)| runtime::ready_value(v, r)).collect();
+        let mut events: SmallVec<[runtime::Event; 1]> =
+            self.hazards().map(|(v, r)| runtime::ready_value(v, r)).collect();
         if events.len() == 1 {
             return events.pop().expect("one event");
         }
@@ -712,7 +731,13 @@ impl Tensor {
             e.on_complete(Box::new(move |r| {
                 left.1.lock()[i] = Some(r.clone());
                 if left.0.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let outcome = left.1.lock().iter_mut().map(|r| r.take().expect("every part completed")).find(|r| r.is_err()).unwrap_or(Ok(()));
+                    let outcome = left
+                        .1
+                        .lock()
+                        .iter_mut()
+                        .map(|r| r.take().expect("every part completed"))
+                        .find(|r| r.is_err())
+                        .unwrap_or(Ok(()));
                     all.complete(&outcome);
                 }
             }));
@@ -749,7 +774,10 @@ impl Tensor {
 
     /// A view with the axes in reverse order (the matrix transpose for rank 2).
     pub fn transpose(&self) -> Result<Tensor> {
-        let rank = self.extents().ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?.len();
+        let rank = self
+            .extents()
+            .ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?
+            .len();
         let perm: SmallVec<[usize; 4]> = (0..rank).rev().collect();
         self.derive("tensor_transpose", |v| v.permute(&perm))
     }

@@ -126,7 +126,15 @@ impl View {
         })?;
         let layout = contents.layout.clone();
         let map = (0..layout.rank()).map(|axis| RootAxis::Mapped { axis, start: 0, step: 1 }).collect();
-        let mut v = View { root: root.clone(), contents: Some(contents), layout, conj: false, read_only: root.read_only(), map: Some(map), region: Region::Full };
+        let mut v = View {
+            root: root.clone(),
+            contents: Some(contents),
+            layout,
+            conj: false,
+            read_only: root.read_only(),
+            map: Some(map),
+            region: Region::Full,
+        };
         v.region = v.compute_region();
         Ok(v)
     }
@@ -184,7 +192,9 @@ impl View {
                     .iter()
                     .map(|r| match *r {
                         RootAxis::Fixed(i) => Prog { start: i, step: 1, count: 1 },
-                        RootAxis::Mapped { axis, start, step } => Prog { start, step, count: self.layout.extents[axis] },
+                        RootAxis::Mapped { axis, start, step } => {
+                            Prog { start, step, count: self.layout.extents[axis] }
+                        }
                     })
                     .collect();
                 // Every index of every root axis (a permutation or a reversal
@@ -268,7 +278,11 @@ impl View {
         let mut inverse: SmallVec<[usize; 4]> = SmallVec::from_elem(usize::MAX, rank);
         for (j, &p) in perm.iter().enumerate() {
             if p >= rank || inverse[p] != usize::MAX {
-                return Err(Error::new(Status::InvalidArgument, O, format!("{perm:?} is not a permutation of 0..{rank}")));
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    O,
+                    format!("{perm:?} is not a permutation of 0..{rank}"),
+                ));
             }
             inverse[p] = j;
         }
@@ -319,7 +333,10 @@ impl View {
             return Err(Error::new(
                 Status::NotContiguous,
                 O,
-                format!("a reshape needs data dense in {order:?} order; strides {:?} for extents {:?} are not", l.strides, l.extents),
+                format!(
+                    "a reshape needs data dense in {order:?} order; strides {:?} for extents {:?} are not",
+                    l.strides, l.extents
+                ),
             ));
         }
         let mut layout = Layout::contiguous(extents, order);

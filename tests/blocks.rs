@@ -20,11 +20,18 @@ fn tiled(extents: &[usize], tile: &[usize]) -> BlockArray {
 fn fill_with(b: &BlockArray, rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) {
     let data: Vec<f64> = (0..rows * cols).map(|k| f(k / cols, k % cols)).collect();
     let all = b.all().unwrap();
-    unsafe { ops::copy_in(&all, data.as_ptr().cast(), Layout::contiguous(&[rows, cols], Order::RowMajor), Submit::default().with_event()) }
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap();
+    unsafe {
+        ops::copy_in(
+            &all,
+            data.as_ptr().cast(),
+            Layout::contiguous(&[rows, cols], Order::RowMajor),
+            Submit::default().with_event(),
+        )
+    }
+    .unwrap()
+    .unwrap()
+    .wait(LONG)
+    .unwrap();
 }
 
 #[test]
@@ -69,7 +76,11 @@ fn block_lists_and_stacking() {
     let s = b.coalesce_range(0, 1).unwrap();
     assert_eq!(s.extents().unwrap().as_slice(), &[3, 3]);
     assert_eq!(read_f64(&s), vec![1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
-    assert_eq!(b.coalesce_range(1, 2).unwrap_err().status(), Status::NotContiguous, "coalescing blocks that do not fit together");
+    assert_eq!(
+        b.coalesce_range(1, 2).unwrap_err().status(),
+        Status::NotContiguous,
+        "coalescing blocks that do not fit together"
+    );
     assert_eq!(b.coalesce_range(2, 5).unwrap_err().status(), Status::OutOfRange);
 }
 
@@ -90,7 +101,8 @@ fn block_handles_outlive_the_array_handle() {
 fn writers_of_different_blocks_overlap_in_time() {
     let rt = Runtime::new(2).unwrap();
     let b = tiled(&[4, 4], &[2, 4]);
-    let (inside, max_inside, met) = (Arc::new(AtomicIsize::new(0)), Arc::new(AtomicIsize::new(0)), Arc::new(AtomicIsize::new(0)));
+    let (inside, max_inside, met) =
+        (Arc::new(AtomicIsize::new(0)), Arc::new(AtomicIsize::new(0)), Arc::new(AtomicIsize::new(0)));
     let writer = || {
         let (inside, max_inside, met) = (inside.clone(), max_inside.clone(), met.clone());
         kernel(move |_| {
@@ -126,7 +138,9 @@ fn the_composite_hazard_orders_blocks_and_coalesced_views() {
     ops::kernel("held", &[(&t11, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     ops::fill(&t11, Scalar::real(7.0), Submit::on(&rt)).unwrap();
     let mut seen = [0.0f64; 8];
-    let read = unsafe { ops::copy_out(&bottom, seen.as_mut_ptr().cast(), 8, None, Submit::on(&rt).with_event()) }.unwrap().unwrap();
+    let read = unsafe { ops::copy_out(&bottom, seen.as_mut_ptr().cast(), 8, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap();
     let free = ops::fill(&b.tile(&[0, 0]).unwrap(), Scalar::real(1.0), Submit::on(&rt).with_event()).unwrap().unwrap();
     free.wait(LONG).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -181,7 +195,8 @@ fn tiled_gemm_matches_a_dense_reference() {
         for i in 0..g {
             for j in 0..g {
                 for k in 0..g {
-                    let (cij, aik, bkj) = (c.tile(&[i, j]).unwrap(), a.tile(&[i, k]).unwrap(), b.tile(&[k, j]).unwrap());
+                    let (cij, aik, bkj) =
+                        (c.tile(&[i, j]).unwrap(), a.tile(&[i, k]).unwrap(), b.tile(&[k, j]).unwrap());
                     ops::gemm(&cij, Scalar::real(1.0), &aik, &bkj, Scalar::real(1.0), Submit::on(&rt)).unwrap();
                 }
             }
@@ -217,11 +232,27 @@ fn tiled_cholesky(a: &BlockArray, rt: &Runtime) {
         ops::potrf(&t(k, k), ops::Uplo::Lower, Submit::on(rt)).unwrap();
         for i in k + 1..g {
             // X · L_kk^T = A_ik: the transposed view of the lower L_kk is upper.
-            ops::trsm(&t(i, k), false, ops::Uplo::Upper, false, Scalar::real(1.0), &t(k, k).transpose().unwrap(), Submit::on(rt))
-                .unwrap();
+            ops::trsm(
+                &t(i, k),
+                false,
+                ops::Uplo::Upper,
+                false,
+                Scalar::real(1.0),
+                &t(k, k).transpose().unwrap(),
+                Submit::on(rt),
+            )
+            .unwrap();
         }
         for i in k + 1..g {
-            ops::syrk(&t(i, i), ops::Uplo::Lower, Scalar::real(-1.0), &t(i, k), Some(Scalar::real(1.0)), Submit::on(rt)).unwrap();
+            ops::syrk(
+                &t(i, i),
+                ops::Uplo::Lower,
+                Scalar::real(-1.0),
+                &t(i, k),
+                Some(Scalar::real(1.0)),
+                Submit::on(rt),
+            )
+            .unwrap();
             for j in k + 1..i {
                 let ajk_t = t(j, k).transpose().unwrap();
                 ops::gemm(&t(i, j), Scalar::real(-1.0), &t(i, k), &ajk_t, Scalar::real(1.0), Submit::on(rt)).unwrap();
@@ -267,7 +298,15 @@ fn a_failed_tile_factorisation_poisons_what_depends_on_it() {
     let (n, tile) = (8, 4);
     // Identity, except a negative entry on the diagonal of the last tile.
     let a = tiled(&[n, n], &[tile, tile]);
-    fill_with(&a, n, n, |i, j| if i != j { 0.0 } else if i == 6 { -1.0 } else { 1.0 });
+    fill_with(&a, n, n, |i, j| {
+        if i != j {
+            0.0
+        } else if i == 6 {
+            -1.0
+        } else {
+            1.0
+        }
+    });
     tiled_cholesky(&a, &rt);
     let err = a.tile(&[1, 1]).unwrap().wait(LONG).unwrap_err();
     assert_eq!(err.status(), Status::InvalidArgument);

@@ -81,13 +81,16 @@ fn a_completed_event_means_the_accesses_are_released() {
         let gate = Gate::default();
         ops::kernel("writer", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
         ops::copy(&t, &src, Submit::on(&rt)).unwrap();
-        let ev = ops::kernel("reader", &[(&t, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event()).unwrap().unwrap();
+        let ev =
+            ops::kernel("reader", &[(&t, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event()).unwrap().unwrap();
         gate.open();
         ev.wait(LONG).unwrap();
         bad += t.wait(ZERO).is_err() as usize;
         // A lone reader of a fresh tensor.
         let fresh = f64s(&[2], &[1.0, 2.0]);
-        let ev = ops::kernel("reader", &[(&fresh, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event()).unwrap().unwrap();
+        let ev = ops::kernel("reader", &[(&fresh, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event())
+            .unwrap()
+            .unwrap();
         ev.wait(LONG).unwrap();
         bad += fresh.wait(ZERO).is_err() as usize;
         // And readiness, which must then be complete at once.

@@ -127,7 +127,11 @@ fn copies_in_every_direction_with_strides_and_conj() {
     let h = Tensor::from_slice(&[3, 4], Order::RowMajor, &ints).unwrap();
     let d = on(D1, &h, &rt);
     let mut out = vec![0i32; 12];
-    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 12, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 12, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     assert_eq!(out, ints);
 }
 
@@ -142,7 +146,11 @@ fn fill_scale_and_axpy_on_device_views() {
         let xv = random(&mut rng, 6 * 4, cx);
         let y = on(D0, &make(dtype, &[6, 4], Order::RowMajor, &yv), &rt);
         let x = on(D0, &make(dtype, &[6, 4], Order::ColMajor, &xv), &rt);
-        let (alpha, s) = if cx { (Scalar::complex(0.5, -2.0), Scalar::complex(-1.5, 0.25)) } else { (Scalar::real(0.5), Scalar::real(-1.5)) };
+        let (alpha, s) = if cx {
+            (Scalar::complex(0.5, -2.0), Scalar::complex(-1.5, 0.25))
+        } else {
+            (Scalar::real(0.5), Scalar::real(-1.5))
+        };
         let (a, sc) = (C::new(alpha.re, alpha.im), C::new(s.re, s.im));
         // y = alpha * x + y over everything; then scale a reversed row slice;
         // then fill a stepped column slice.
@@ -193,15 +201,22 @@ fn the_gemm_family_runs_through_the_device_blas() {
         let at = on(D1, &make(dtype, &[k, m], Order::RowMajor, &transpose(&av, m, k)), &rt);
         let a_view = if cx { at.transpose().unwrap().conj().unwrap() } else { at.transpose().unwrap() };
         let a_logical: Vec<C> = if cx { av.iter().map(|z| z.conj()).collect() } else { av.clone() };
-        let (alpha, beta) = if cx { (Scalar::complex(0.5, 1.0), Scalar::complex(-1.0, 0.5)) } else { (Scalar::real(0.5), Scalar::real(-1.0)) };
+        let (alpha, beta) = if cx {
+            (Scalar::complex(0.5, 1.0), Scalar::complex(-1.0, 0.5))
+        } else {
+            (Scalar::real(0.5), Scalar::real(-1.0))
+        };
         ops::gemm(&c2, alpha, &a_view, &b, beta, Submit::on(&rt)).unwrap();
         let p = matmul(&a_logical, &bv, m, k, n);
-        let want: Vec<C> = p.iter().zip(&cv).map(|(p, c)| C::new(alpha.re, alpha.im) * p + C::new(beta.re, beta.im) * c).collect();
+        let want: Vec<C> =
+            p.iter().zip(&cv).map(|(p, c)| C::new(alpha.re, alpha.im) * p + C::new(beta.re, beta.im) * c).collect();
         assert_close(&values(&c2), &want, dtype, "gemm with transposed/conj A");
         // add_product needs a constructed output of the right shape.
         ops::add_product(&c, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap();
         assert_close(&values(&c), &ab.iter().map(|z| z * 3.0).collect::<Vec<_>>(), dtype, "add_product");
-        let e = ops::add_product(&Tensor::unconstructed(dtype, D1).unwrap(), Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap_err();
+        let e =
+            ops::add_product(&Tensor::unconstructed(dtype, D1).unwrap(), Scalar::real(1.0), &a, &b, Submit::on(&rt))
+                .unwrap_err();
         assert_eq!(e.status(), Status::Unconstructed);
     }
 }
@@ -270,9 +285,13 @@ fn work_on_several_streams_joins_through_markers() {
     assert_eq!(read_f64(&y), vec![270.0 + 8.0; 32]);
     let log = c.log();
     let axpy = log.iter().position(|o| o.kind == SimOpKind::Axpy).expect("axpy ran");
-    let scal_streams: std::collections::HashSet<u32> = log.iter().filter(|o| o.kind == SimOpKind::Scal).map(|o| o.stream).collect();
+    let scal_streams: std::collections::HashSet<u32> =
+        log.iter().filter(|o| o.kind == SimOpKind::Scal).map(|o| o.stream).collect();
     assert_eq!(scal_streams.len(), 2, "two chains, two streams");
-    let wait = log.iter().position(|o| o.kind == SimOpKind::WaitMarker && o.stream == log[axpy].stream).expect("a marker wait");
+    let wait = log
+        .iter()
+        .position(|o| o.kind == SimOpKind::WaitMarker && o.stream == log[axpy].stream)
+        .expect("a marker wait");
     assert!(wait < axpy);
     assert_eq!(log.iter().filter(|o| o.kind == SimOpKind::Scal).count(), 6);
     assert!(log[..axpy].iter().filter(|o| o.kind == SimOpKind::Scal).count() == 6, "every scale ran before the axpy");
@@ -297,9 +316,17 @@ fn host_visible_completion_fires_only_once_results_are_there() {
         s2.store(if ok { 1 } else { 2 }, Ordering::SeqCst);
     });
     let ptr = out.lock().unwrap().as_mut_ptr();
-    let ev = unsafe { ops::copy_out(&d, ptr.cast(), 1000, None, Submit { runtime: Some(&rt), callback: Some(cb), event: true, ..Default::default() }) }
-        .unwrap()
-        .unwrap();
+    let ev = unsafe {
+        ops::copy_out(
+            &d,
+            ptr.cast(),
+            1000,
+            None,
+            Submit { runtime: Some(&rt), callback: Some(cb), event: true, ..Default::default() },
+        )
+    }
+    .unwrap()
+    .unwrap();
     ev.wait(LONG).unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 1, "the callback saw the downloaded values");
     // Waiting on the device tensor waits for everything enrolled on it.
@@ -334,7 +361,10 @@ fn cuda_errors_poison_outputs_with_the_error_name() {
     assert!(ev2.wait(LONG).unwrap_err().same_as(&e));
     assert!(y.wait(LONG).unwrap_err().same_as(&e));
     let mut out = [0.0f64; 16];
-    let r = unsafe { ops::copy_out(&x, out.as_mut_ptr().cast(), 16, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG);
+    let r = unsafe { ops::copy_out(&x, out.as_mut_ptr().cast(), 16, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap()
+        .wait(LONG);
     assert!(r.unwrap_err().same_as(&e));
     // An overwrite cleans it.
     ops::fill(&x, Scalar::real(4.0), Submit::on(&rt)).unwrap();
@@ -385,14 +415,25 @@ fn mixed_domains_fail_at_submission_unless_a_transfer_is_asked_for() {
     let e = ops::axpy(&dy, Scalar::real(1.0), &hx, Submit::on(&rt)).unwrap_err();
     assert_eq!(e.status(), Status::DomainMismatch);
     assert!(e.message().contains("TA_SUBMIT_TRANSFER") && !e.message().contains("Submit::"), "{}", e.message());
-    ops::axpy(&dy, Scalar::real(1.0), &hx, Submit { runtime: Some(&rt), transfer: true, ..Default::default() }).unwrap();
+    ops::axpy(&dy, Scalar::real(1.0), &hx, Submit { runtime: Some(&rt), transfer: true, ..Default::default() })
+        .unwrap();
     assert_eq!(read_f64(&dy), vec![11.0, 12.0, 13.0, 14.0]);
     // gemm: host A and device-1 B into a device-0 C.
     let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0]).unwrap();
     let b = on(D1, &Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 0.0, 0.0, 2.0]).unwrap(), &rt);
     let c = Tensor::unconstructed(DType::F64, D0).unwrap();
-    assert_eq!(ops::assign_product(&c, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap_err().status(), Status::DomainMismatch);
-    ops::assign_product(&c, Scalar::real(1.0), &a, &b, Submit { runtime: Some(&rt), transfer: true, ..Default::default() }).unwrap();
+    assert_eq!(
+        ops::assign_product(&c, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap_err().status(),
+        Status::DomainMismatch
+    );
+    ops::assign_product(
+        &c,
+        Scalar::real(1.0),
+        &a,
+        &b,
+        Submit { runtime: Some(&rt), transfer: true, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(read_f64(&c), vec![1.0, 4.0, 3.0, 8.0]);
     // User kernels take host tensors only.
     let e = ops::kernel("k", &[(&dy, Mode::Update)], KernelFn::new(|_| Ok(())), Submit::on(&rt)).unwrap_err();
@@ -406,10 +447,19 @@ fn backends_decline_and_the_walk_names_them() {
     // A layout cuBLAS cannot take (no unit stride): declined at run time,
     // and the error names the backend and its reason.
     let big = Tensor::zeros(DType::F64, &[6, 6], Order::RowMajor, D0).unwrap();
-    let odd = big.slice(&[SliceSpec { start: 0, stop: 6, step: 2, drop: false }, SliceSpec { start: 0, stop: 6, step: 2, drop: false }]).unwrap();
+    let odd = big
+        .slice(&[
+            SliceSpec { start: 0, stop: 6, step: 2, drop: false },
+            SliceSpec { start: 0, stop: 6, step: 2, drop: false },
+        ])
+        .unwrap();
     let b = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, D0).unwrap();
     let c = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, D0).unwrap();
-    let e = ops::gemm(&c, Scalar::real(1.0), &odd, &b, Scalar::real(0.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
+    let e = ops::gemm(&c, Scalar::real(1.0), &odd, &b, Scalar::real(0.0), Submit::on(&rt).with_event())
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap_err();
     assert_eq!(e.status(), Status::NoBackend);
     assert!(e.message().contains("cuda: ") && e.message().contains("unit stride"), "{}", e.message());
     // No device backend offers integer scaling or reductions: known at submission.
@@ -425,7 +475,8 @@ fn backends_decline_and_the_walk_names_them() {
     assert_eq!(read_f64(&h), vec![3.0, 6.0]);
     let only = Selector::only(&[BackendKind::Cuda]);
     // Only CUDA allowed for host operands: no allowed backend runs there at all.
-    let e = ops::scale(&h, Scalar::real(3.0), Submit { runtime: Some(&rt), selector: only, ..Default::default() }).unwrap_err();
+    let e = ops::scale(&h, Scalar::real(3.0), Submit { runtime: Some(&rt), selector: only, ..Default::default() })
+        .unwrap_err();
     assert_eq!(e.status(), Status::NoBackend, "{e}");
     assert!(e.message().contains("host"), "{e}");
 }
@@ -440,7 +491,10 @@ fn staging_buffers_are_reused_and_device_memory_is_released() {
         let d = Tensor::zeros(DType::F64, &[4096], Order::RowMajor, D1).unwrap();
         let data = vec![1.5f64; 4096];
         let upload = |d: &Tensor| {
-            unsafe { ops::copy_in(d, data.as_ptr().cast(), Layout::contiguous(&[4096], Order::RowMajor), Submit::on(&rt)) }.unwrap();
+            unsafe {
+                ops::copy_in(d, data.as_ptr().cast(), Layout::contiguous(&[4096], Order::RowMajor), Submit::on(&rt))
+            }
+            .unwrap();
             ops::scale(d, Scalar::real(2.0), Submit::on(&rt)).unwrap();
         };
         // One at a time: one staging buffer serves every upload.

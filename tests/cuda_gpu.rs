@@ -842,7 +842,11 @@ fn library_gemm_family_on_the_gpu() {
     let (m, k, n) = (67, 33, 45);
     for dtype in DTYPES {
         let cx = dtype.is_complex();
-        let (av, bv, cv) = (random_values(&mut rng, m * k, cx), random_values(&mut rng, k * n, cx), random_values(&mut rng, m * n, cx));
+        let (av, bv, cv) = (
+            random_values(&mut rng, m * k, cx),
+            random_values(&mut rng, k * n, cx),
+            random_values(&mut rng, m * n, cx),
+        );
         let a = to_gpu(&make(dtype, &[m, k], Order::RowMajor, &av), &rt);
         let b = to_gpu(&make(dtype, &[k, n], Order::ColMajor, &bv), &rt);
         let c = Tensor::unconstructed(dtype, GPU).unwrap();
@@ -879,7 +883,11 @@ fn library_elementwise_copies_and_chains_on_the_gpu() {
     let rows = d.slice(&[SliceSpec { start: 1, stop: 64, step: 3, drop: false }, SliceSpec::all(64)]).unwrap();
     ops::fill(&rows, Scalar::real(-7.0), Submit::on(&rt)).unwrap();
     let mut out = vec![0.0f64; 4096];
-    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 4096, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(Some(Duration::from_secs(60))).unwrap();
+    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 4096, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap()
+        .wait(Some(Duration::from_secs(60)))
+        .unwrap();
     for i in 0..64 {
         for j in 0..64 {
             let want = if i % 3 == 1 { -7.0 } else { vals[i * 64 + j] + 3.0 };
@@ -889,7 +897,8 @@ fn library_elementwise_copies_and_chains_on_the_gpu() {
     // Device to device, and a strided upload from host memory.
     let e = Tensor::unconstructed(DType::F64, GPU).unwrap();
     ops::copy(&e, &d.transpose().unwrap(), Submit::on(&rt)).unwrap();
-    unsafe { ops::copy_in(&x, vals.as_ptr().cast(), Layout::contiguous(&[64, 64], Order::RowMajor), Submit::on(&rt)) }.unwrap();
+    unsafe { ops::copy_in(&x, vals.as_ptr().cast(), Layout::contiguous(&[64, 64], Order::RowMajor), Submit::on(&rt)) }
+        .unwrap();
     let got = read(&e);
     for i in 0..64 {
         for j in 0..64 {

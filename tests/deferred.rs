@@ -60,7 +60,8 @@ fn write_access_cleans_and_poisoned_reads_fail_with_the_error() {
 fn a_timed_out_access_is_released_when_granted() {
     let t = f64s(&[1], &[1.0]);
     let gate = Gate::default();
-    let w = ops::kernel("gated", &[(&t, Mode::Update)], blocker(&gate), Submit::default().with_event()).unwrap().unwrap();
+    let w =
+        ops::kernel("gated", &[(&t, Mode::Update)], blocker(&gate), Submit::default().with_event()).unwrap().unwrap();
     let e = t.acquire(Mode::Write, Some(Duration::from_millis(10))).unwrap_err();
     assert_eq!(e.status(), Status::Timeout);
     let fill = ops::fill(&t, Scalar::real(3.0), Submit::default().with_event()).unwrap().unwrap();
@@ -78,7 +79,9 @@ fn an_external_operation_is_finished_from_another_thread_and_later_writers_wait(
     token.started().wait(LONG).unwrap();
     let mut out = vec![0.0f64; 2];
     // SAFETY: `out` holds 2 f64 and outlives the copy (waited for below).
-    let reader = unsafe { ops::copy_out(&t, out.as_mut_ptr().cast(), 2, None, Submit::default().with_event()) }.unwrap().unwrap();
+    let reader = unsafe { ops::copy_out(&t, out.as_mut_ptr().cast(), 2, None, Submit::default().with_event()) }
+        .unwrap()
+        .unwrap();
     let later = ops::fill(&t, Scalar::real(0.0), Submit::default().with_event()).unwrap().unwrap();
     assert!(later.poll().is_none() && reader.poll().is_none() && done.poll().is_none());
     std::thread::spawn(move || {
@@ -101,7 +104,8 @@ fn a_poisoned_input_fails_the_external_operation_before_it_starts() {
     let t = f64s(&[1], &[1.0]);
     let out = f64s(&[1], &[0.0]);
     let e_op = failing(&t, "upstream").wait(LONG).unwrap_err();
-    let (token, done) = ops::external("send", &[(&t, Mode::Read), (&out, Mode::Write)], Submit::default().with_event()).unwrap();
+    let (token, done) =
+        ops::external("send", &[(&t, Mode::Read), (&out, Mode::Write)], Submit::default().with_event()).unwrap();
     assert!(token.started().wait(LONG).unwrap_err().same_as(&e_op));
     assert!(done.unwrap().wait(ZERO).unwrap_err().same_as(&e_op));
     assert!(out.wait(ZERO).unwrap_err().same_as(&e_op));
@@ -115,7 +119,10 @@ fn a_failed_finish_poisons_the_outputs() {
     let (token, done) = ops::external("recv", &[(&t, Mode::Write)], Submit::default().with_event()).unwrap();
     token.finish(Status::Internal, Some("peer died".into())).unwrap();
     let e = done.unwrap().wait(LONG).unwrap_err();
-    assert_eq!((e.status(), e.message(), e.origin(), e.code()), (Status::KernelFailed, "peer died", "recv", Status::Internal as i64));
+    assert_eq!(
+        (e.status(), e.message(), e.origin(), e.code()),
+        (Status::KernelFailed, "peer died", "recv", Status::Internal as i64)
+    );
     assert!(t.wait(ZERO).unwrap_err().same_as(&e));
 }
 

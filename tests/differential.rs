@@ -246,7 +246,8 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
     let barrier = Barrier::new(THREADS);
     std::thread::scope(|s| {
         for (th, ops) in prog.iter().enumerate() {
-            let (roots, views, traces, reads, copy_in_bufs, barrier) = (&roots, &views, &traces, &reads, &copy_in_bufs, &barrier);
+            let (roots, views, traces, reads, copy_in_bufs, barrier) =
+                (&roots, &views, &traces, &reads, &copy_in_bufs, &barrier);
             s.spawn(move || {
                 let h = |v: &V| &views[&(v.0, v.1)];
                 barrier.wait();
@@ -258,7 +259,9 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
                         Op::Scale(v, a) => ops::scale(h(v), Scalar::real(*a), opts),
                         Op::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts),
                         Op::Copy(d, src) => ops::copy(h(d), h(src), opts),
-                        Op::Mix(d, src) => ops::kernel("mix", &[(h(d), Mode::Update), (h(src), Mode::Read)], mix_kernel(), opts),
+                        Op::Mix(d, src) => {
+                            ops::kernel("mix", &[(h(d), Mode::Update), (h(src), Mode::Read)], mix_kernel(), opts)
+                        }
                         Op::Fail(v, name) => {
                             let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: Some("planned".into()) }));
                             ops::kernel(name.clone(), &[(h(v), Mode::Update)], k, opts)
@@ -267,14 +270,17 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
                             let b = Box::new(*vals);
                             let p = b.as_ptr();
                             copy_in_bufs.lock().unwrap().push(b);
-                            unsafe { ops::copy_in(&roots[*t], p.cast(), Layout::contiguous(&[2, 2], Order::RowMajor), opts) }
+                            unsafe {
+                                ops::copy_in(&roots[*t], p.cast(), Layout::contiguous(&[2, 2], Order::RowMajor), opts)
+                            }
                         }
                         Op::Read(v) => {
                             let mut buf = Box::new([f64::NAN; 4]);
                             let p = buf.as_mut_ptr();
                             let len = v.1.elems().len();
                             let opts = Submit { event: true, ..opts };
-                            let event = unsafe { ops::copy_out(h(v), p.cast(), 4, None, opts) }.expect("valid read").unwrap();
+                            let event =
+                                unsafe { ops::copy_out(h(v), p.cast(), 4, None, opts) }.expect("valid read").unwrap();
                             reads.lock().unwrap().insert((th, i), ReadSlot { buf, len, event });
                             Ok(None)
                         }
@@ -289,12 +295,12 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
         .into_inner()
         .unwrap()
         .into_iter()
-        .map(|(k, slot)| (k, slot.event.wait(LONG).map(|()| slot.buf[..slot.len].to_vec()).map_err(|e| e.origin().to_string())))
+        .map(|(k, slot)| {
+            (k, slot.event.wait(LONG).map(|()| slot.buf[..slot.len].to_vec()).map_err(|e| e.origin().to_string()))
+        })
         .collect();
-    let finals = roots
-        .iter()
-        .map(|t| t.wait(LONG).map(|()| common::read_f64(t)).map_err(|e| e.origin().to_string()))
-        .collect();
+    let finals =
+        roots.iter().map(|t| t.wait(LONG).map(|()| common::read_f64(t)).map_err(|e| e.origin().to_string())).collect();
     drop(copy_in_bufs);
     Outcome { traces: traces.into_inner().unwrap(), reads, finals }
 }
@@ -586,7 +592,11 @@ fn random_block_program(rng: &mut SmallRng, tag: usize) -> Vec<Vec<BOp>> {
             continue;
         }
         // The same array only where no tile element is shared.
-        let clash = first.1.hazards().iter().any(|(ta, ea)| t.hazards().iter().any(|(tb, eb)| ta == tb && ea.iter().any(|e| eb.contains(e))));
+        let clash = first
+            .1
+            .hazards()
+            .iter()
+            .any(|(ta, ea)| t.hazards().iter().any(|(tb, eb)| ta == tb && ea.iter().any(|e| eb.contains(e))));
         let array = if clash || rng.gen_bool(0.5) { 1 - first.0 } else { first.0 };
         return B(array, t);
     };
@@ -701,11 +711,18 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                 let order = if a == 0 { Order::RowMajor } else { Order::ColMajor };
                 let b = BlockArray::tiled(DType::F64, &[4, 4], &[2, 2], order, Domain::Host).unwrap();
                 let data: Vec<f64> = (0..16).map(|e| (a * 16 + e) as f64).collect();
-                unsafe { ops::copy_in(&b.all().unwrap(), data.as_ptr().cast(), Layout::contiguous(&[4, 4], Order::RowMajor), Submit::on(&rt).with_event()) }
-                    .unwrap()
-                    .unwrap()
-                    .wait(LONG)
-                    .unwrap();
+                unsafe {
+                    ops::copy_in(
+                        &b.all().unwrap(),
+                        data.as_ptr().cast(),
+                        Layout::contiguous(&[4, 4], Order::RowMajor),
+                        Submit::on(&rt).with_event(),
+                    )
+                }
+                .unwrap()
+                .unwrap()
+                .wait(LONG)
+                .unwrap();
                 b
             })
             .collect();
@@ -734,7 +751,10 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                             BOp::Read(b) => {
                                 let mut buf = Box::new([f64::NAN; 16]);
                                 let p = buf.as_mut_ptr();
-                                let ev = unsafe { ops::copy_out(h(b), p.cast(), 16, None, Submit { event: true, ..opts }) }.unwrap().unwrap();
+                                let ev =
+                                    unsafe { ops::copy_out(h(b), p.cast(), 16, None, Submit { event: true, ..opts }) }
+                                        .unwrap()
+                                        .unwrap();
                                 reads.lock().unwrap().insert((th, i), (buf, b.1.elems().len(), ev));
                                 Ok(None)
                             }
@@ -753,10 +773,17 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
             .map(|(k, (buf, n, ev))| (k, ev.wait(LONG).map(|()| buf[..n].to_vec()).map_err(|e| e.origin().to_string())))
             .collect();
         let order = serial_order_generic(&prog.iter().map(|t| t.len()).collect::<Vec<_>>(), &traces);
-        let mut model: [BArr; 2] = std::array::from_fn(|a| BArr { vals: std::array::from_fn(|e| (a * 16 + e) as f64), poison: Default::default() });
+        let mut model: [BArr; 2] = std::array::from_fn(|a| BArr {
+            vals: std::array::from_fn(|e| (a * 16 + e) as f64),
+            poison: Default::default(),
+        });
         for (th, i) in &order {
             let op = &prog[*th][*i];
-            coalesced_ops += matches!(op, BOp::Axpy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), ..) | BOp::Copy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), _)) as usize;
+            coalesced_ops += matches!(
+                op,
+                BOp::Axpy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), ..)
+                    | BOp::Copy(B(_, BT::RowOfTiles(_) | BT::ColOfTiles(_) | BT::All), _)
+            ) as usize;
             if let Some(seen) = apply_block(&mut model, op) {
                 let got = &reads[&(*th, *i)];
                 poisoned_reads += seen.is_err() as usize;
@@ -764,9 +791,15 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
             }
         }
         for a in 0..2 {
-            let got = handles[&B(a, BT::All)].wait(LONG).map(|()| common::read_f64(&handles[&B(a, BT::All)])).map_err(|e| e.origin().to_string());
+            let got = handles[&B(a, BT::All)]
+                .wait(LONG)
+                .map(|()| common::read_f64(&handles[&B(a, BT::All)]))
+                .map_err(|e| e.origin().to_string());
             let want = model[a].read(BT::All);
-            assert!(same(&got, &want), "block program {p} (seed {seed}): array {a} is {got:?}, sequential gives {want:?}\nprogram: {prog:?}");
+            assert!(
+                same(&got, &want),
+                "block program {p} (seed {seed}): array {a} is {got:?}, sequential gives {want:?}\nprogram: {prog:?}"
+            );
         }
     }
     assert!(coalesced_ops > programs / 2, "too few coalesced writes ({coalesced_ops})");
@@ -888,7 +921,8 @@ fn run_slice_program(rt: &Runtime, ops_: &[SOp], strided: bool, stats: &mut [usi
                 if matches!(op, SOp::CopyIn(..)) {
                     unsafe { ops::copy_in(&t, vals.as_ptr().cast(), layout, opts) }.unwrap();
                 } else {
-                    let src = unsafe { Tensor::from_host(DType::F64, &layout, vals.as_ptr().cast(), Order::ColMajor) }.unwrap();
+                    let src = unsafe { Tensor::from_host(DType::F64, &layout, vals.as_ptr().cast(), Order::ColMajor) }
+                        .unwrap();
                     ops::copy(&t, &src, opts).unwrap();
                     keep.push((Box::new([0.0; 30]), src));
                 }
@@ -917,9 +951,11 @@ fn run_slice_program(rt: &Runtime, ops_: &[SOp], strided: bool, stats: &mut [usi
             SOp::Read(v) => {
                 let mut buf = Box::new([f64::NAN; 30]);
                 let e = v.elems();
-                let ev = unsafe { ops::copy_out(&v.make(&roots), buf.as_mut_ptr().cast(), 30, None, Submit { event: true, ..opts }) }
-                    .unwrap()
-                    .unwrap();
+                let ev = unsafe {
+                    ops::copy_out(&v.make(&roots), buf.as_mut_ptr().cast(), 30, None, Submit { event: true, ..opts })
+                }
+                .unwrap()
+                .unwrap();
                 let m = &model[v.root];
                 expect.push(match error(m, &e) {
                     Some(err) => Err(err),
@@ -936,7 +972,9 @@ fn run_slice_program(rt: &Runtime, ops_: &[SOp], strided: bool, stats: &mut [usi
         match (&got, &want) {
             (Err(_), Ok(_)) if strided => stats[2] += 1,
             (Err(g), Err(_)) if strided => assert!(g.starts_with("sfail"), "{g}"),
-            _ => assert!(same(&got, &want), "read saw {got:?}, the per-element model gives {want:?}\nprogram: {ops_:?}"),
+            _ => {
+                assert!(same(&got, &want), "read saw {got:?}, the per-element model gives {want:?}\nprogram: {ops_:?}")
+            }
         }
     }
     for r in &roots {

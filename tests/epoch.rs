@@ -14,7 +14,10 @@ use tensorasync::*;
 /// other is inside too: their events, how many of them met the other, and
 /// the threads they ran on. If they were serialised, the first would time
 /// out and not count.
-fn two_meeting_readers(rt: &Runtime, t: &Tensor) -> (Vec<Event>, Arc<AtomicUsize>, Arc<Mutex<Vec<std::thread::ThreadId>>>) {
+fn two_meeting_readers(
+    rt: &Runtime,
+    t: &Tensor,
+) -> (Vec<Event>, Arc<AtomicUsize>, Arc<Mutex<Vec<std::thread::ThreadId>>>) {
     let inside = Arc::new(AtomicUsize::new(0));
     let met = Arc::new(AtomicUsize::new(0));
     let threads = Arc::new(Mutex::new(Vec::new()));
@@ -71,7 +74,11 @@ fn readers_released_by_a_writer_run_on_both_workers() {
         for e in events {
             e.wait(LONG).unwrap();
         }
-        assert_eq!(met.load(Ordering::SeqCst), 2, "hold {hold:?}: both readers must have been running at the same time");
+        assert_eq!(
+            met.load(Ordering::SeqCst),
+            2,
+            "hold {hold:?}: both readers must have been running at the same time"
+        );
         let threads = threads.lock().unwrap();
         assert_ne!(threads[0], threads[1], "hold {hold:?}: the readers ran on one thread");
     }
@@ -245,7 +252,11 @@ fn waiting_on_your_own_operand_is_refused() {
         *seen2.lock().unwrap() = Some(x2.wait(Some(Duration::from_secs(5))).map_err(|e| e.status()));
         Ok(())
     });
-    ops::kernel("self_wait", &[(&x, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap();
+    ops::kernel("self_wait", &[(&x, Mode::Read)], k, Submit::on(&rt).with_event())
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     assert_eq!(*seen.lock().unwrap(), Some(Err(Status::WouldDeadlock)));
 
     // Waiting on an event of an operation that needs this kernel to finish.
@@ -261,7 +272,11 @@ fn waiting_on_your_own_operand_is_refused() {
         *r2.lock().unwrap() = Some(ev.wait(Some(Duration::from_secs(5))).map_err(|e| e.status()));
         Ok(())
     });
-    ops::kernel("holds_y", &[(&y, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap();
+    ops::kernel("holds_y", &[(&y, Mode::Update)], k, Submit::on(&rt).with_event())
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     assert_eq!(*result.lock().unwrap(), Some(Err(Status::WouldDeadlock)));
     slot.lock().unwrap().take().unwrap().wait(LONG).unwrap();
 }
@@ -290,9 +305,15 @@ fn parallel_kernels_share_the_workers() {
     let ev = ops::kernel("parallel", &[(&t, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap();
     for o in &others {
         let th3 = threads.clone();
-        ops::kernel("small", &[(o, Mode::Update)], kernel(move |_| {
-            th3.lock().unwrap().insert(std::thread::current().id());
-        }), Submit::on(&rt)).unwrap();
+        ops::kernel(
+            "small",
+            &[(o, Mode::Update)],
+            kernel(move |_| {
+                th3.lock().unwrap().insert(std::thread::current().id());
+            }),
+            Submit::on(&rt),
+        )
+        .unwrap();
     }
     ev.wait(LONG).unwrap();
     rt.shutdown(ShutdownMode::Drain).unwrap();

@@ -21,9 +21,15 @@ fn tensor(values: &[f64]) -> *mut ta_tensor {
     let ext = [values.len()];
     // SAFETY: valid extents, data and output pointer.
     unsafe {
-        assert_eq!(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, ext.as_ptr(), TA_ORDER_ROW_MAJOR, &mut t, NR), TA_STATUS_OK);
+        assert_eq!(
+            ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, ext.as_ptr(), TA_ORDER_ROW_MAJOR, &mut t, NR),
+            TA_STATUS_OK
+        );
         let mut ev = std::ptr::null_mut();
-        assert_eq!(ta_copy_in(t, values.as_ptr().cast(), 1, ext.as_ptr(), std::ptr::null(), std::ptr::null(), &mut ev, NR), TA_STATUS_OK);
+        assert_eq!(
+            ta_copy_in(t, values.as_ptr().cast(), 1, ext.as_ptr(), std::ptr::null(), std::ptr::null(), &mut ev, NR),
+            TA_STATUS_OK
+        );
         assert_eq!(ta_event_wait(ev, -1), TA_STATUS_OK);
         assert_eq!(ta_event_free(ev), TA_STATUS_OK);
     }
@@ -35,7 +41,10 @@ fn read(t: *mut ta_tensor, n: usize) -> Vec<f64> {
     let mut ev = std::ptr::null_mut();
     // SAFETY: `out` holds n elements and outlives the copy (waited for).
     unsafe {
-        assert_eq!(ta_copy_out(t, out.as_mut_ptr().cast(), n, std::ptr::null(), std::ptr::null(), &mut ev, NR), TA_STATUS_OK);
+        assert_eq!(
+            ta_copy_out(t, out.as_mut_ptr().cast(), n, std::ptr::null(), std::ptr::null(), &mut ev, NR),
+            TA_STATUS_OK
+        );
         assert_eq!(ta_event_wait(ev, -1), TA_STATUS_OK);
         assert_eq!(ta_event_free(ev), TA_STATUS_OK);
     }
@@ -50,7 +59,11 @@ fn expect_oom(st: ta_status, ev: *mut ta_event, err: *mut ta_error, site: Site, 
     assert!(!err.is_null(), "{site:?}: no error object");
     let msg = message_of(err);
     // (A handle that cannot be made is a full handle table, however it fails.)
-    let says = if site == Site::Handle { msg.contains("handle table is full") } else { msg.contains("out of memory") && msg.contains(what) };
+    let says = if site == Site::Handle {
+        msg.contains("handle table is full")
+    } else {
+        msg.contains("out of memory") && msg.contains(what)
+    };
     assert!(says, "{site:?}: message {msg:?}");
     let mut s = 0;
     // SAFETY: a live error handle, freed once.
@@ -72,7 +85,12 @@ fn a_failed_submission_allocation_enrolls_nothing_and_leaks_nothing() {
         CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     /// Zeroes its first operand (which would show if it ran).
-    unsafe extern "C" fn zero_y(views: *const ta_view, _n: usize, _ud: *mut std::ffi::c_void, _ctx: *mut ta_kernel_ctx) -> ta_status {
+    unsafe extern "C" fn zero_y(
+        views: *const ta_view,
+        _n: usize,
+        _ud: *mut std::ffi::c_void,
+        _ctx: *mut ta_kernel_ctx,
+    ) -> ta_status {
         // SAFETY: view 0 is `y`, a 1-d f64 tensor of 3 elements, writable during the call.
         unsafe {
             let v = &*views;
@@ -100,8 +118,20 @@ fn a_failed_submission_allocation_enrolls_nothing_and_leaks_nothing() {
                     0 => ta_scale(y, two, &opts, &mut ev, &mut err),
                     1 => ta_axpy(y, two, x, &opts, &mut ev, &mut err),
                     _ => {
-                        let acc = [ta_access { tensor: y, mode: TA_MODE_UPDATE }, ta_access { tensor: x, mode: TA_MODE_READ }];
-                        ta_kernel_submit(Some(zero_y), std::ptr::null_mut(), c"k".as_ptr(), acc.as_ptr(), 2, &opts, &mut ev, &mut err)
+                        let acc = [
+                            ta_access { tensor: y, mode: TA_MODE_UPDATE },
+                            ta_access { tensor: x, mode: TA_MODE_READ },
+                        ];
+                        ta_kernel_submit(
+                            Some(zero_y),
+                            std::ptr::null_mut(),
+                            c"k".as_ptr(),
+                            acc.as_ptr(),
+                            2,
+                            &opts,
+                            &mut ev,
+                            &mut err,
+                        )
                     }
                 }
             };
@@ -188,7 +218,10 @@ fn a_failed_region_allocation_makes_no_view() {
         assert_eq!(ta_tensor_free(w), TA_STATUS_OK);
         let mut v = std::ptr::null_mut();
         assert_eq!(ta_tensor_slice(t, half.as_ptr(), 1, &mut v, NR), TA_STATUS_OK);
-        assert_eq!(ta_scale(v, ta_scalar { re: 10.0, im: 0.0 }, std::ptr::null(), std::ptr::null_mut(), NR), TA_STATUS_OK);
+        assert_eq!(
+            ta_scale(v, ta_scalar { re: 10.0, im: 0.0 }, std::ptr::null(), std::ptr::null_mut(), NR),
+            TA_STATUS_OK
+        );
         assert_eq!(ta_tensor_free(v), TA_STATUS_OK);
     }
     assert_eq!(read(t, 4), vec![10.0, 20.0, 3.0, 4.0]);

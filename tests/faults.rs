@@ -43,7 +43,8 @@ fn a_panicking_rust_kernel_poisons_its_outputs() {
 
     // A reader of the poisoned slice fails with the same error.
     let sum = Tensor::zeros(DType::F64, &[], Order::RowMajor, Domain::Host).unwrap();
-    let r = ops::sum(&sum, &half, None, Submit::on(&rt).with_event()).unwrap().unwrap().wait(Some(Duration::from_secs(30)));
+    let r =
+        ops::sum(&sum, &half, None, Submit::on(&rt).with_event()).unwrap().unwrap().wait(Some(Duration::from_secs(30)));
     let e3 = r.unwrap_err();
     assert_eq!(e3.status(), Status::Panic);
     assert!(e3.message().contains("kernel exploded"), "message: {}", e3.message());

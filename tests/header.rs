@@ -21,7 +21,9 @@ fn header() -> String {
 #[test]
 fn header_is_up_to_date() {
     let v = Command::new("cbindgen").arg("--version").output().unwrap_or_else(|e| {
-        panic!("cbindgen {CBINDGEN_VERSION} is needed (cargo install cbindgen --version {CBINDGEN_VERSION} --locked): {e}")
+        panic!(
+            "cbindgen {CBINDGEN_VERSION} is needed (cargo install cbindgen --version {CBINDGEN_VERSION} --locked): {e}"
+        )
     });
     let v = String::from_utf8_lossy(&v.stdout);
     assert!(v.contains(CBINDGEN_VERSION), "cbindgen {CBINDGEN_VERSION} is pinned, found {v}");
@@ -69,7 +71,11 @@ fn constants_match_the_rust_values() {
         let name = format!("TA_DTYPE_{}", t.name().to_uppercase());
         assert_eq!(d[&name], (*t as u32).to_string(), "{name}");
     }
-    for (name, mode) in [("TA_MODE_READ", tensorasync::Mode::Read), ("TA_MODE_WRITE", tensorasync::Mode::Write), ("TA_MODE_UPDATE", tensorasync::Mode::Update)] {
+    for (name, mode) in [
+        ("TA_MODE_READ", tensorasync::Mode::Read),
+        ("TA_MODE_WRITE", tensorasync::Mode::Write),
+        ("TA_MODE_UPDATE", tensorasync::Mode::Update),
+    ] {
         assert_eq!(d[name], (mode as u32).to_string());
     }
 }
@@ -80,7 +86,13 @@ fn every_function_is_documented() {
     let lines: Vec<&str> = h.lines().collect();
     let mut count = 0;
     for (i, l) in lines.iter().enumerate() {
-        let is_decl = l.contains("ta_") && l.contains('(') && !l.starts_with(' ') && !l.starts_with("typedef") && !l.starts_with("#") && !l.starts_with('*') && !l.starts_with("/");
+        let is_decl = l.contains("ta_")
+            && l.contains('(')
+            && !l.starts_with(' ')
+            && !l.starts_with("typedef")
+            && !l.starts_with("#")
+            && !l.starts_with('*')
+            && !l.starts_with("/");
         if is_decl {
             count += 1;
             assert!(i > 0 && lines[i - 1].trim() == "*/", "undocumented function: {l}");

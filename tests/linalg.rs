@@ -35,11 +35,16 @@ fn gemm_family_on_views_for_every_dtype() {
         let b_conj: Vec<C> = b_vals.iter().map(|z| z.conj()).collect();
         let big_vals = random(&mut rng, (m + 2) * (2 * n), cx);
         let big = make(dtype, &[m + 2, 2 * n], Order::RowMajor, &big_vals);
-        let c = big.slice(&[SliceSpec::range(1, m + 1), SliceSpec { start: 0, stop: 2 * n as isize, step: 2, drop: false }]).unwrap();
+        let c = big
+            .slice(&[SliceSpec::range(1, m + 1), SliceSpec { start: 0, stop: 2 * n as isize, step: 2, drop: false }])
+            .unwrap();
         let big_vals = read(&big); // as stored (rounded for single precision)
-        let c_old: Vec<C> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| big_vals[(i + 1) * 2 * n + 2 * j]).collect();
-        let (alpha, beta) = if cx { (C::new(0.5, -1.0), C::new(2.0, 0.25)) } else { (C::new(1.5, 0.0), C::new(-0.5, 0.0)) };
-        ops::gemm(&c, Scalar::complex(alpha.re, alpha.im), &a, &b, Scalar::complex(beta.re, beta.im), Submit::on(&rt)).unwrap();
+        let c_old: Vec<C> =
+            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| big_vals[(i + 1) * 2 * n + 2 * j]).collect();
+        let (alpha, beta) =
+            if cx { (C::new(0.5, -1.0), C::new(2.0, 0.25)) } else { (C::new(1.5, 0.0), C::new(-0.5, 0.0)) };
+        ops::gemm(&c, Scalar::complex(alpha.re, alpha.im), &a, &b, Scalar::complex(beta.re, beta.im), Submit::on(&rt))
+            .unwrap();
         let ab = matmul(&a_vals, &b_conj, m, k, n);
         let want: Vec<C> = ab.iter().zip(&c_old).map(|(p, o)| alpha * p + beta * o).collect();
         assert_close(&read(&c), &want, dtype, &format!("gemm {dtype:?}"));
@@ -73,7 +78,10 @@ fn outputs_are_constructed_replaced_or_rejected() {
     let b = make(DType::F64, &[3, 2], Order::RowMajor, &random(&mut SmallRng::seed_from_u64(3), 6, false));
     // add_product and gemm need a constructed output of the right shape.
     let u = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
-    assert_eq!(ops::add_product(&u, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap_err().status(), Status::Unconstructed);
+    assert_eq!(
+        ops::add_product(&u, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap_err().status(),
+        Status::Unconstructed
+    );
     let wrong = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, Domain::Host).unwrap();
     let e = ops::gemm(&wrong, Scalar::real(1.0), &a, &b, Scalar::real(0.0), Submit::on(&rt)).unwrap_err();
     assert_eq!(e.status(), Status::ShapeMismatch);
@@ -101,7 +109,10 @@ fn outputs_are_constructed_replaced_or_rejected() {
     let i = Tensor::zeros(DType::I32, &[2, 2], Order::RowMajor, Domain::Host).unwrap();
     let j = Tensor::zeros(DType::I32, &[2, 2], Order::RowMajor, Domain::Host).unwrap();
     let k = Tensor::zeros(DType::I32, &[2, 2], Order::RowMajor, Domain::Host).unwrap();
-    assert_eq!(ops::gemm(&i, Scalar::real(1.0), &j, &k, Scalar::real(0.0), Submit::on(&rt)).unwrap_err().status(), Status::Unsupported);
+    assert_eq!(
+        ops::gemm(&i, Scalar::real(1.0), &j, &k, Scalar::real(0.0), Submit::on(&rt)).unwrap_err().status(),
+        Status::Unsupported
+    );
 }
 
 /// A read of `t` submitted now (it must see the contents as they were), and
@@ -140,7 +151,13 @@ fn async_scalars_are_ordered_like_any_operand() {
     let f32s = Tensor::zeros(DType::F32, &[], Order::RowMajor, Domain::Host).unwrap();
     assert_eq!(ops::gemm(&c, &f32s, &a, &i2, &beta, Submit::on(&rt)).unwrap_err().status(), Status::DtypeMismatch);
     // A poisoned scalar poisons the result with its error.
-    ops::kernel("bad_alpha", &[(&alpha, Mode::Update)], KernelFn::new(|_| Err(KernelFailure { code: 1, message: None })), Submit::on(&rt)).unwrap();
+    ops::kernel(
+        "bad_alpha",
+        &[(&alpha, Mode::Update)],
+        KernelFn::new(|_| Err(KernelFailure { code: 1, message: None })),
+        Submit::on(&rt),
+    )
+    .unwrap();
     ops::gemm(&c, &alpha, &a, &i2, &beta, Submit::on(&rt)).unwrap();
     assert_eq!(c.wait(LONG).unwrap_err().origin(), "bad_alpha");
 }
@@ -222,7 +239,8 @@ fn contraction_matches_einsum_on_random_index_patterns() {
         assert_eq!(c.extents().unwrap().as_slice(), ce.as_slice(), "case {case}");
         assert_close(&read(&c), &want, dtype, &format!("contract case {case}: {ae:?}x{be:?} over {aa:?}/{ba:?}"));
         // The accumulating form: C = 2·(A·B) + (-1)·C = A·B.
-        ops::contract(&c, Scalar::real(2.0), &a, &b, &aa, &ba, Some(Scalar::real(-1.0).into()), Submit::on(&rt)).unwrap();
+        ops::contract(&c, Scalar::real(2.0), &a, &b, &aa, &ba, Some(Scalar::real(-1.0).into()), Submit::on(&rt))
+            .unwrap();
         assert_close(&read(&c), &want, dtype, &format!("contract accumulate case {case}"));
     }
     let a = make(DType::F64, &[2, 3], Order::RowMajor, &[C::new(1.0, 0.0); 6]);
@@ -239,7 +257,7 @@ fn permute_conj_and_reductions() {
         let cx = dtype.is_complex();
         let x = make(dtype, &[2, 3, 4], Order::ColMajor, &random(&mut rng, 24, cx));
         let xv = read(&x); // as stored (rounded for single precision)
-        // Materialising permute.
+                           // Materialising permute.
         let p = Tensor::unconstructed(dtype, Domain::Host).unwrap();
         ops::permute(&p, &x, &[2, 0, 1], Submit::on(&rt)).unwrap();
         assert_eq!(p.extents().unwrap().as_slice(), &[4, 2, 3]);
@@ -262,7 +280,9 @@ fn permute_conj_and_reductions() {
         assert_close(&read(&s), &[xv.iter().sum()], dtype, "sum all");
         let s2 = Tensor::unconstructed(dtype, Domain::Host).unwrap();
         ops::sum(&s2, &x, Some(&[0, 2]), Submit::on(&rt)).unwrap();
-        let want: Vec<C> = (0..3).map(|j| (0..2).flat_map(|i| (0..4).map(move |k| (i, k))).map(|(i, k)| xv[i * 12 + j * 4 + k]).sum()).collect();
+        let want: Vec<C> = (0..3)
+            .map(|j| (0..2).flat_map(|i| (0..4).map(move |k| (i, k))).map(|(i, k)| xv[i * 12 + j * 4 + k]).sum())
+            .collect();
         assert_close(&read(&s2), &want, dtype, "sum axes 0, 2");
         // dot, conjugating or not, over a view.
         let y = make(dtype, &[2, 3, 4], Order::RowMajor, &random(&mut rng, 24, cx));
@@ -300,15 +320,27 @@ fn the_system_blas_when_selected() {
     let rt = rt();
     let blas_only = Selector::only(&[BackendKind::Blas]);
     let mut rng = SmallRng::seed_from_u64(5);
-    let present = std::process::Command::new("sh").arg("-c").arg("ldconfig -p | grep -q libopenblas.so.0").status().map(|s| s.success()).unwrap_or(false);
+    let present = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ldconfig -p | grep -q libopenblas.so.0")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
     let av = random(&mut rng, 12, false);
     let bv = random(&mut rng, 12, false);
     let a = make(DType::F64, &[3, 4], Order::RowMajor, &av);
     let b = make(DType::F64, &[4, 3], Order::ColMajor, &bv);
     let c = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, Domain::Host).unwrap();
-    let ev = ops::gemm(&c, Scalar::real(1.0), &a, &b, Scalar::real(0.0), Submit { runtime: Some(&rt), selector: blas_only, event: true, ..Default::default() })
-        .unwrap()
-        .unwrap();
+    let ev = ops::gemm(
+        &c,
+        Scalar::real(1.0),
+        &a,
+        &b,
+        Scalar::real(0.0),
+        Submit { runtime: Some(&rt), selector: blas_only, event: true, ..Default::default() },
+    )
+    .unwrap()
+    .unwrap();
     match ev.wait(LONG) {
         Ok(()) => {
             assert!(present || std::env::var("TA_BLAS_LIB").is_ok(), "BLAS ran although none should be installed");
@@ -324,7 +356,11 @@ fn the_system_blas_when_selected() {
     // error names it; with the native backend allowed, the walk goes on.
     let rev = c.slice(&[SliceSpec { start: 2, stop: -1, step: -1, drop: false }, SliceSpec::all(3)]).unwrap();
     let opts = |sel| Submit { runtime: Some(&rt), selector: sel, event: true, ..Default::default() };
-    let e = ops::gemm(&rev, Scalar::real(1.0), &a, &b, Scalar::real(0.0), opts(blas_only)).unwrap().unwrap().wait(LONG).unwrap_err();
+    let e = ops::gemm(&rev, Scalar::real(1.0), &a, &b, Scalar::real(0.0), opts(blas_only))
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap_err();
     assert_eq!(e.status(), Status::NoBackend);
     assert!(e.message().contains("blas: "), "{}", e.message());
     // (That failure poisoned C; an overwrite cleans it.)
@@ -360,8 +396,17 @@ fn blas_absent_child() {
     let rt = rt();
     let a = make(DType::F64, &[2, 2], Order::RowMajor, &[C::new(1.0, 0.0); 4]);
     let c = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Domain::Host).unwrap();
-    let opts = Submit { runtime: Some(&rt), selector: Selector::only(&[BackendKind::Blas]), event: true, ..Default::default() };
-    let e = ops::gemm(&c, Scalar::real(1.0), &a, &a.clone().transpose().unwrap(), Scalar::real(0.0), opts).unwrap().unwrap().wait(LONG).unwrap_err();
+    let opts = Submit {
+        runtime: Some(&rt),
+        selector: Selector::only(&[BackendKind::Blas]),
+        event: true,
+        ..Default::default()
+    };
+    let e = ops::gemm(&c, Scalar::real(1.0), &a, &a.clone().transpose().unwrap(), Scalar::real(0.0), opts)
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap_err();
     assert_eq!(e.status(), Status::NoBackend);
     assert!(e.message().contains("blas: no system BLAS"), "{}", e.message());
     // The default walk still works without BLAS (an overwrite cleans the poison).

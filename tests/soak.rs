@@ -34,7 +34,12 @@ unsafe extern "C" fn on_done(_status: ta_status, userdata: *mut c_void) {
     FIRED.get().expect("flags set up before submitting")[userdata as usize].fetch_add(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn failing_kernel(_views: *const ta_view, _n: usize, _ud: *mut c_void, _ctx: *mut ta_kernel_ctx) -> ta_status {
+unsafe extern "C" fn failing_kernel(
+    _views: *const ta_view,
+    _n: usize,
+    _ud: *mut c_void,
+    _ctx: *mut ta_kernel_ctx,
+) -> ta_status {
     KERNELS.fetch_add(1, Ordering::Relaxed);
     7
 }
@@ -64,7 +69,17 @@ fn new_tensor() -> *mut ta_tensor {
     let mut t = std::ptr::null_mut();
     let ext = [LEN];
     // SAFETY: valid extents and output pointer.
-    let st = unsafe { ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, ext.as_ptr(), TA_ORDER_ROW_MAJOR, &mut t, std::ptr::null_mut()) };
+    let st = unsafe {
+        ta_tensor_new_zeros(
+            TA_DTYPE_F64,
+            TA_DOMAIN_HOST,
+            1,
+            ext.as_ptr(),
+            TA_ORDER_ROW_MAJOR,
+            &mut t,
+            std::ptr::null_mut(),
+        )
+    };
     assert_eq!(st, TA_STATUS_OK);
     t
 }
@@ -146,12 +161,22 @@ fn round(rt: *mut ta_runtime, ops: usize, seed: u64) -> Round {
                             55..=59 => ta_copy(a, b, &opts, ne, nr),
                             60..=64 => {
                                 let acc = [ta_access { tensor: a, mode: TA_MODE_UPDATE }];
-                                ta_kernel_submit(Some(failing_kernel), std::ptr::null_mut(), c"soak_fail".as_ptr(), acc.as_ptr(), 1, &opts, ne, nr)
+                                ta_kernel_submit(
+                                    Some(failing_kernel),
+                                    std::ptr::null_mut(),
+                                    c"soak_fail".as_ptr(),
+                                    acc.as_ptr(),
+                                    1,
+                                    &opts,
+                                    ne,
+                                    nr,
+                                )
                             }
                             65..=69 => {
                                 // Copy out and wait for it (a round trip).
                                 let mut ev = std::ptr::null_mut();
-                                let st = ta_copy_out(a, buf.as_mut_ptr().cast(), LEN, std::ptr::null(), &opts, &mut ev, nr);
+                                let st =
+                                    ta_copy_out(a, buf.as_mut_ptr().cast(), LEN, std::ptr::null(), &opts, &mut ev, nr);
                                 if st == TA_STATUS_OK {
                                     let w = ta_event_wait(ev, -1);
                                     assert!(w == TA_STATUS_OK || w == TA_STATUS_KERNEL_FAILED, "copy_out: {}", name(w));
@@ -192,7 +217,11 @@ fn round(rt: *mut ta_runtime, ops: usize, seed: u64) -> Round {
                             }
                             _ => {
                                 let st = ta_tensor_wait(a, -1, nr);
-                                assert!(st == TA_STATUS_OK || st == TA_STATUS_KERNEL_FAILED, "tensor_wait: {}", name(st));
+                                assert!(
+                                    st == TA_STATUS_OK || st == TA_STATUS_KERNEL_FAILED,
+                                    "tensor_wait: {}",
+                                    name(st)
+                                );
                                 // Not a submission: no callback.
                                 TA_STATUS_INVALID_ARGUMENT
                             }
@@ -222,7 +251,12 @@ fn round(rt: *mut ta_runtime, ops: usize, seed: u64) -> Round {
             bad.push((k, s, f));
         }
     }
-    assert!(bad.is_empty(), "{} operations whose callbacks fired a wrong number of times (op, accepted, fired): {:?}", bad.len(), &bad[..bad.len().min(10)]);
+    assert!(
+        bad.is_empty(),
+        "{} operations whose callbacks fired a wrong number of times (op, accepted, fired): {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
     Round { accepted: accepted.into_inner(), rejected: rejected.into_inner(), secs }
 }
 
@@ -269,5 +303,11 @@ fn soak_two_rounds_keep_memory_flat_and_fire_every_callback_once() {
     assert!(KERNELS.load(Ordering::Relaxed) > 0, "no failing kernel ran");
     let growth = rss[1] as f64 / rss[0] as f64 - 1.0;
     eprintln!("soak: RSS after round 2 is {:+.2}% of round 1", growth * 100.0);
-    assert!(growth <= 0.05, "RSS grew from {} to {} bytes ({:+.2}%) between the rounds", rss[0], rss[1], growth * 100.0);
+    assert!(
+        growth <= 0.05,
+        "RSS grew from {} to {} bytes ({:+.2}%) between the rounds",
+        rss[0],
+        rss[1],
+        growth * 100.0
+    );
 }

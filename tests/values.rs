@@ -23,9 +23,10 @@ fn a_kernel_error_reaches_every_downstream_reader_waiter_event_and_callback() {
     let a = f64s(&[2], &[1.0, 2.0]);
     let b = f64s(&[2], &[0.0, 0.0]);
     let c = f64s(&[2], &[0.0, 0.0]);
-    let fail_ev = ops::kernel("broken_kernel", &[(&a, Mode::Update)], failing("disk on fire"), Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap();
+    let fail_ev =
+        ops::kernel("broken_kernel", &[(&a, Mode::Update)], failing("disk on fire"), Submit::on(&rt).with_event())
+            .unwrap()
+            .unwrap();
     // Downstream: a reader of a that writes b, an updater of a, a reader of b
     // that writes c (two hops), with every kind of notification.
     let cb_seen: Arc<Mutex<Vec<Error>>> = Default::default();
@@ -44,9 +45,14 @@ fn a_kernel_error_reaches_every_downstream_reader_waiter_event_and_callback() {
     .unwrap()
     .unwrap();
     let ev_scale = ops::scale(&a, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap();
-    let ev_hop2 = ops::axpy(&c, Scalar::real(1.0), &b, Submit { runtime: Some(&rt), event: true, cq: Some((&cq, 12)), ..Default::default() })
-        .unwrap()
-        .unwrap();
+    let ev_hop2 = ops::axpy(
+        &c,
+        Scalar::real(1.0),
+        &b,
+        Submit { runtime: Some(&rt), event: true, cq: Some((&cq, 12)), ..Default::default() },
+    )
+    .unwrap()
+    .unwrap();
 
     let original = fail_ev.wait(LONG).unwrap_err();
     assert_eq!(original.status(), Status::KernelFailed);
@@ -129,24 +135,42 @@ fn submission_checks_enroll_nothing() {
     let f = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f32, 2.0]).unwrap();
     assert_eq!(ops::axpy(&x, Scalar::real(1.0), &f, Submit::on(&rt)).unwrap_err().status(), Status::DtypeMismatch);
     assert_eq!(ops::axpy(&x, Scalar::real(1.0), &x, Submit::on(&rt)).unwrap_err().status(), Status::Alias);
-    assert_eq!(ops::fill(&x, Scalar::complex(1.0, 1.0), Submit::on(&rt)).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        ops::fill(&x, Scalar::complex(1.0, 1.0), Submit::on(&rt)).unwrap_err().status(),
+        Status::InvalidArgument
+    );
     let k = kernel(|_| {});
     assert_eq!(
         ops::kernel("rw", &[(&x, Mode::Read), (&x, Mode::Update)], k, Submit::on(&rt)).unwrap_err().status(),
         Status::Alias
     );
     let data = [1.0f64, 2.0];
-    let ro = unsafe { Tensor::wrap(DType::F64, Layout::contiguous(&[2], Order::RowMajor), data.as_ptr() as *mut u8, false, None) }.unwrap();
+    let ro = unsafe {
+        Tensor::wrap(DType::F64, Layout::contiguous(&[2], Order::RowMajor), data.as_ptr() as *mut u8, false, None)
+    }
+    .unwrap();
     assert!(ro.is_read_only());
     assert_eq!(ops::fill(&ro, Scalar::real(0.0), Submit::on(&rt)).unwrap_err().status(), Status::ReadOnly);
     // Overlapping strides make a wrapped tensor read-only too.
     let mut buf = [0.0f64; 4];
-    let ov = unsafe { Tensor::wrap(DType::F64, Layout::strided(&[2, 2], &[1, 1], 0, "t").unwrap(), buf.as_mut_ptr().cast(), true, None) }
-        .unwrap();
+    let ov = unsafe {
+        Tensor::wrap(
+            DType::F64,
+            Layout::strided(&[2, 2], &[1, 1], 0, "t").unwrap(),
+            buf.as_mut_ptr().cast(),
+            true,
+            None,
+        )
+    }
+    .unwrap();
     assert_eq!(ops::scale(&ov, Scalar::real(2.0), Submit::on(&rt)).unwrap_err().status(), Status::ReadOnly);
     // Two reads of the same tensor in one kernel are fine.
     let k = kernel(|_| {});
-    ops::kernel("rr", &[(&x, Mode::Read), (&x, Mode::Read)], k, Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap();
+    ops::kernel("rr", &[(&x, Mode::Read), (&x, Mode::Read)], k, Submit::on(&rt).with_event())
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     assert_eq!(read_f64(&x), vec![1.0, 2.0]);
     // Rejected submissions left nothing behind: the runtime settles to zero.
     let t0 = std::time::Instant::now();
@@ -180,13 +204,18 @@ fn strided_copies_and_dtypes() {
     }
     // Complex: axpy and scale against a reference.
     use num_complex::Complex64 as C;
-    let x = Tensor::from_slice(&[3], Order::RowMajor, &[C::new(1.0, 2.0), C::new(-1.0, 0.5), C::new(0.0, -3.0)]).unwrap();
+    let x =
+        Tensor::from_slice(&[3], Order::RowMajor, &[C::new(1.0, 2.0), C::new(-1.0, 0.5), C::new(0.0, -3.0)]).unwrap();
     let y = Tensor::from_slice(&[3], Order::RowMajor, &[C::new(0.5, 0.5); 3]).unwrap();
     let a = Scalar::complex(2.0, -1.0);
     ops::axpy(&y, a, &x, Submit::on(&rt)).unwrap();
     ops::scale(&y, Scalar::complex(0.0, 1.0), Submit::on(&rt)).unwrap();
     let mut out = [C::new(0.0, 0.0); 3];
-    unsafe { ops::copy_out(&y, out.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+    unsafe { ops::copy_out(&y, out.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     let xs = [C::new(1.0, 2.0), C::new(-1.0, 0.5), C::new(0.0, -3.0)];
     for k in 0..3 {
         let want = C::new(0.0, 1.0) * (C::new(2.0, -1.0) * xs[k] + C::new(0.5, 0.5));
@@ -197,7 +226,11 @@ fn strided_copies_and_dtypes() {
     ops::fill(&i, Scalar::real(3.0), Submit::on(&rt)).unwrap();
     ops::scale(&i, Scalar::real(-2.0), Submit::on(&rt)).unwrap();
     let mut iout = [0i64; 4];
-    unsafe { ops::copy_out(&i, iout.as_mut_ptr().cast(), 4, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+    unsafe { ops::copy_out(&i, iout.as_mut_ptr().cast(), 4, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
     assert_eq!(iout, [-6; 4]);
 }
 
@@ -224,7 +257,11 @@ fn releasing_every_handle_with_10k_operations_pending() {
             c[i].fetch_add(1, Ordering::SeqCst);
         });
         let opts = Submit { runtime: Some(&rt), callback: Some(cb), event: i % 10 == 0, ..Default::default() };
-        let ev = if i % 2 == 0 { ops::axpy(&wrapped, Scalar::real(1.0), &other, opts) } else { ops::scale(&wrapped, Scalar::real(1.0), opts) };
+        let ev = if i % 2 == 0 {
+            ops::axpy(&wrapped, Scalar::real(1.0), &other, opts)
+        } else {
+            ops::scale(&wrapped, Scalar::real(1.0), opts)
+        };
         events.extend(ev.unwrap());
     }
     // Release every handle while all of that is pending.
@@ -269,7 +306,9 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
     let check = |expect: Vec<f64>, counter: &'static AtomicUsize| {
         KernelFn::new(move |c| {
             let v = &c.views()[0];
-            let got: Vec<f64> = (0..v.extents[0]).map(|i| unsafe { *(v.ptr as *const f64).offset(i as isize * v.strides[0]) }).collect();
+            let got: Vec<f64> = (0..v.extents[0])
+                .map(|i| unsafe { *(v.ptr as *const f64).offset(i as isize * v.strides[0]) })
+                .collect();
             assert_eq!(got, expect);
             counter.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -277,7 +316,8 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
     };
     std::thread::scope(|s| {
         for k in 0..THREADS {
-            let (whole, view, tile) = (wrapped.clone(), wrapped.slice(&[SliceSpec::range(4, 12)]).unwrap(), tiles.tile(&[1, 1]).unwrap());
+            let (whole, view, tile) =
+                (wrapped.clone(), wrapped.slice(&[SliceSpec::range(4, 12)]).unwrap(), tiles.tile(&[1, 1]).unwrap());
             let (rt, check) = (&rt, &check);
             s.spawn(move || {
                 for i in 0..PER_THREAD {
@@ -286,7 +326,9 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
                     // (A view made here goes at the end of the iteration.)
                     let (t, expect) = match (kind, i % 2 == 0) {
                         (0, true) => (whole.clone(), (0..16).map(|x| x as f64).collect()),
-                        (0, false) => (whole.slice(&[SliceSpec::range(8, 16)]).unwrap(), (8..16).map(|x| x as f64).collect()),
+                        (0, false) => {
+                            (whole.slice(&[SliceSpec::range(8, 16)]).unwrap(), (8..16).map(|x| x as f64).collect())
+                        }
                         (1, _) => (view.clone(), (4..12).map(|x| x as f64).collect()),
                         (_, true) => (tile.clone(), vec![0.0; 2]),
                         (_, false) => (tile.slice(&[SliceSpec::index(0), SliceSpec::all(2)]).unwrap(), vec![0.0; 2]),
@@ -304,7 +346,13 @@ fn values_outlive_pending_tasks_whichever_handle_goes_last() {
     let gate2 = Gate::default();
     ops::kernel("blocker", &[(&wrapped, Mode::Update)], blocker(&gate2), Submit::on(&rt)).unwrap();
     for _ in 0..TAIL {
-        ops::kernel("check", &[(&wrapped, Mode::Read)], check((0..16).map(|x| x as f64).collect(), &RAN), Submit::on(&rt)).unwrap();
+        ops::kernel(
+            "check",
+            &[(&wrapped, Mode::Read)],
+            check((0..16).map(|x| x as f64).collect(), &RAN),
+            Submit::on(&rt),
+        )
+        .unwrap();
     }
     drop(wrapped);
     drop(tiles);
@@ -405,7 +453,8 @@ fn events_poll_wait_and_late_callbacks() {
     let rt = Runtime::new(1).unwrap();
     let gate = Gate::default();
     let t = f64s(&[1], &[0.0]);
-    let ev = ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev =
+        ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
     assert!(ev.poll().is_none());
     assert_eq!(ev.wait(Some(Duration::from_millis(20))).unwrap_err().status(), Status::Timeout);
     let count = Arc::new(AtomicUsize::new(0));
@@ -433,11 +482,13 @@ fn negative_strides_in_host_memory() {
     let rows_up = Layout::strided(&[3, 2], &[-2, 1], 0, "t").unwrap();
     let data: Vec<f64> = (0..6).map(|k| k as f64).collect();
     let t = Tensor::from_slice(&[3, 2], Order::RowMajor, &data).unwrap();
-    let ev = unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 6, Some(&[-2, 1]), Submit::on(&rt).with_event()) };
+    let ev =
+        unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 6, Some(&[-2, 1]), Submit::on(&rt).with_event()) };
     ev.unwrap().unwrap().wait(LONG).unwrap();
     assert_eq!(base, [4.0, 5.0, 2.0, 3.0, 0.0, 1.0]);
     // The footprint, not the distance from the pointer, must fit.
-    let e = unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 5, Some(&[-2, 1]), Submit::on(&rt)) }.unwrap_err();
+    let e =
+        unsafe { ops::copy_out(&t, base.as_mut_ptr().add(4).cast(), 5, Some(&[-2, 1]), Submit::on(&rt)) }.unwrap_err();
     assert_eq!(e.status(), Status::BufferTooSmall);
     // Copy back in through the same layout, and wrap it without copying.
     let u = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
@@ -460,7 +511,9 @@ fn draining_admits_follow_up_work_from_the_runtimes_own_tasks() {
     let k = KernelFn::new(move |_| {
         g2.wait();
         // Submitted while the runtime drains: part of the work being drained.
-        ops::fill(&b2, Scalar::real(3.0), Submit::on(&rt2)).map(|_| ()).map_err(|e| KernelFailure { code: 1, message: Some(e.to_string()) })
+        ops::fill(&b2, Scalar::real(3.0), Submit::on(&rt2))
+            .map(|_| ())
+            .map_err(|e| KernelFailure { code: 1, message: Some(e.to_string()) })
     });
     let ev = ops::kernel("spawns_follow_up", &[(&a, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap();
     let rt3 = rt.clone();

@@ -47,7 +47,9 @@ fn a_view_released_with_operations_pending_serves_them_and_lets_the_value_reshap
         ops::scale(&mid, Scalar::real(2.0), Submit::on(&rt)).unwrap();
     }
     let mut seen = [0.0f64; 3];
-    let ev = unsafe { ops::copy_out(&row, seen.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }.unwrap().unwrap();
+    let ev = unsafe { ops::copy_out(&row, seen.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap();
     drop(mid);
     drop(row);
     // No live view is left: an overwrite may give the value another shape,
@@ -72,7 +74,9 @@ fn parent_then_view_and_view_then_parent_are_ordered() {
     ops::kernel("parent_writer", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     ops::fill(&t, Scalar::real(7.0), Submit::on(&rt)).unwrap();
     let mut seen = [0.0f64; 2];
-    let ev = unsafe { ops::copy_out(&col, seen.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }.unwrap().unwrap();
+    let ev = unsafe { ops::copy_out(&col, seen.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }
+        .unwrap()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(ev.poll().is_none(), "the view read ran before the parent's writer");
     gate.open();
@@ -96,7 +100,11 @@ fn conjugate_views() {
     assert!(zc.is_conj() && zc.is_read_only());
     let read = |t: &Tensor| {
         let mut out = [C::new(0.0, 0.0); 2];
-        unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }.unwrap().unwrap().wait(LONG).unwrap();
+        unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }
+            .unwrap()
+            .unwrap()
+            .wait(LONG)
+            .unwrap();
         out
     };
     assert_eq!(read(&zc), [data[0].conj(), data[1].conj()]);
@@ -114,11 +122,16 @@ fn conjugate_views() {
     // A user kernel sees the flag.
     let flag = Arc::new(AtomicUsize::new(9));
     let f2 = flag.clone();
-    ops::kernel("sees_conj", &[(&zc, Mode::Read)], kernel(move |c| f2.store(c.views()[0].conj as usize, Ordering::SeqCst)), Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap();
+    ops::kernel(
+        "sees_conj",
+        &[(&zc, Mode::Read)],
+        kernel(move |c| f2.store(c.views()[0].conj as usize, Ordering::SeqCst)),
+        Submit::on(&rt).with_event(),
+    )
+    .unwrap()
+    .unwrap()
+    .wait(LONG)
+    .unwrap();
     assert_eq!(flag.load(Ordering::SeqCst), 1);
     // The conj of a real tensor is the identity, and read-only.
     let r = iota(&[3]);
@@ -144,12 +157,22 @@ fn slice_edge_cases() {
     let rev2 = rev.slice(&[SliceSpec { start: 1, stop: 5, step: 2, drop: false }]).unwrap();
     assert_eq!(read_f64(&rev2), vec![3.0, 1.0]);
     // Out of range gives its status.
-    for bad in [SliceSpec::range(0, 6), SliceSpec { start: 5, stop: 3, step: -1, drop: false }, SliceSpec { start: 2, stop: -2, step: -1, drop: false }] {
+    for bad in [
+        SliceSpec::range(0, 6),
+        SliceSpec { start: 5, stop: 3, step: -1, drop: false },
+        SliceSpec { start: 2, stop: -2, step: -1, drop: false },
+    ] {
         assert_eq!(t.slice(&[bad]).unwrap_err().status(), Status::OutOfRange, "{bad:?}");
     }
-    assert_eq!(t.slice(&[SliceSpec { start: 0, stop: 5, step: 0, drop: false }]).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        t.slice(&[SliceSpec { start: 0, stop: 5, step: 0, drop: false }]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
     // Dropping needs exactly one index; keeping a size-1 axis keeps it.
-    assert_eq!(t.slice(&[SliceSpec { start: 0, stop: 2, step: 1, drop: true }]).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        t.slice(&[SliceSpec { start: 0, stop: 2, step: 1, drop: true }]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
     let m = iota(&[3, 4]);
     let kept = m.slice(&[SliceSpec::range(1, 2), SliceSpec::all(4)]).unwrap();
     assert_eq!(kept.extents().unwrap().as_slice(), &[1, 4]);
@@ -204,7 +227,17 @@ fn aliasing_is_rejected_unless_provably_disjoint() {
     // Overlapping parts may not.
     let middle_rows = t.slice(&[SliceSpec::range(1, 3), SliceSpec::all(4)]).unwrap();
     assert_eq!(ops::copy(&top, &middle_rows, Submit::on(&rt)).unwrap_err().status(), Status::Alias);
-    assert_eq!(ops::axpy(&top, Scalar::real(1.0), &t.slice(&[SliceSpec::range(1, 3), SliceSpec::all(4)]).unwrap(), Submit::on(&rt)).unwrap_err().status(), Status::Alias);
+    assert_eq!(
+        ops::axpy(
+            &top,
+            Scalar::real(1.0),
+            &t.slice(&[SliceSpec::range(1, 3), SliceSpec::all(4)]).unwrap(),
+            Submit::on(&rt)
+        )
+        .unwrap_err()
+        .status(),
+        Status::Alias
+    );
     // Check the values against a plain model.
     let mut m: Vec<f64> = (0..16).map(|x| x as f64).collect();
     for r in 0..2 {
@@ -247,7 +280,8 @@ fn writers_of_disjoint_halves_overlap_and_overlapping_writers_never_do() {
         })
     };
     ops::kernel("left", &[(&left, Mode::Update)], writer(inside.clone(), max_inside.clone()), Submit::on(&rt)).unwrap();
-    ops::kernel("right", &[(&right, Mode::Update)], writer(inside.clone(), max_inside.clone()), Submit::on(&rt)).unwrap();
+    ops::kernel("right", &[(&right, Mode::Update)], writer(inside.clone(), max_inside.clone()), Submit::on(&rt))
+        .unwrap();
     t.wait(LONG).unwrap();
     assert_eq!(max_inside.load(Ordering::SeqCst), 2, "writers of disjoint halves did not run at the same time");
     // Overlapping writers: never together (each waits out its 2 s alone if it must).
@@ -264,7 +298,8 @@ fn writers_of_disjoint_halves_overlap_and_overlapping_writers_never_do() {
         })
     };
     for v in [&left, &middle, &right, &middle] {
-        ops::kernel("overlapping", &[(v, Mode::Update)], short(inside.clone(), max_inside.clone()), Submit::on(&rt)).unwrap();
+        ops::kernel("overlapping", &[(v, Mode::Update)], short(inside.clone(), max_inside.clone()), Submit::on(&rt))
+            .unwrap();
     }
     t.wait(LONG).unwrap();
     assert_eq!(max_inside.load(Ordering::SeqCst), 1, "overlapping writers ran at the same time");
@@ -308,14 +343,21 @@ fn poison_is_tracked_per_region() {
     // An update of a region overlapping the failure fails with the same error,
     // and poisons what it writes: now the right half overlaps a poisoned region.
     let middle = t.slice(&[SliceSpec::range(1, 3)]).unwrap();
-    let e = ops::scale(&middle, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
+    let e =
+        ops::scale(&middle, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
     assert_eq!(e.origin(), "left_writer");
     assert_eq!(right.wait(LONG).unwrap_err().origin(), "left_writer");
     // An overwrite of a region covering both failures cleans the value.
     ops::fill(&t.slice(&[SliceSpec::range(0, 3)]).unwrap(), Scalar::real(1.0), Submit::on(&rt)).unwrap();
     assert_eq!(read_f64(&t), vec![1.0, 1.0, 1.0, 30.0]);
     // Overwriting only part of a poisoned region does not clean it.
-    ops::kernel("left_writer", &[(&left, Mode::Update)], KernelFn::new(|_| Err(KernelFailure { code: 3, message: None })), Submit::on(&rt)).unwrap();
+    ops::kernel(
+        "left_writer",
+        &[(&left, Mode::Update)],
+        KernelFn::new(|_| Err(KernelFailure { code: 3, message: None })),
+        Submit::on(&rt),
+    )
+    .unwrap();
     ops::fill(&t.slice(&[SliceSpec::range(0, 1)]).unwrap(), Scalar::real(5.0), Submit::on(&rt)).unwrap();
     assert_eq!(left.wait(LONG).unwrap_err().origin(), "left_writer");
     // A whole-value overwrite cleans everything.

@@ -14,12 +14,12 @@ module tensorasync_c
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_TEXT = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_DOT = 1_c_int32_t
-  integer(c_int32_t), parameter :: TA_WRAP_READ_ONLY = 1_c_int32_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_READ_ONLY = 1_c_int64_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_IS_COPIED = 2_c_int64_t
   integer(c_int32_t), parameter :: TA_DL_DEVICE_CPU = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_DL_MAJOR_VERSION = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_DL_MINOR_VERSION = 0_c_int32_t
+  integer(c_int32_t), parameter :: TA_WRAP_READ_ONLY = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MAJOR = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_MINOR = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_VERSION_PATCH = 0_c_int32_t
@@ -141,15 +141,6 @@ module tensorasync_c
     integer(c_int64_t) :: busy_ns
   end type ta_stats
 
-  type, bind(c) :: ta_wrap_options
-    integer(c_int32_t) :: struct_size
-    integer(c_int32_t) :: flags
-    type(c_funptr) :: release
-    type(c_ptr) :: release_userdata
-    type(c_ptr) :: release_cq
-    integer(c_int64_t) :: release_tag
-  end type ta_wrap_options
-
   type, bind(c) :: ta_dl_version
     integer(c_int32_t) :: major
     integer(c_int32_t) :: minor
@@ -189,6 +180,15 @@ module tensorasync_c
     type(c_ptr) :: manager_ctx
     type(c_funptr) :: deleter
   end type ta_dl_managed_tensor
+
+  type, bind(c) :: ta_wrap_options
+    integer(c_int32_t) :: struct_size
+    integer(c_int32_t) :: flags
+    type(c_funptr) :: release
+    type(c_ptr) :: release_userdata
+    type(c_ptr) :: release_cq
+    integer(c_int64_t) :: release_tag
+  end type ta_wrap_options
 
   type, bind(c) :: ta_slice
     integer(c_int64_t) :: start
@@ -883,14 +883,50 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_copy_out
     end function c_ta_copy_out
-    function c_ta_tensor_ready(tensor, event_out, error) bind(c, name='ta_tensor_ready')
+    function c_ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error) bind(c, &
+        name='ta_tensor_to_dlpack')
       use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor_versioned
       implicit none
       type(c_ptr), value :: tensor
-      type(c_ptr), optional :: event_out
+      integer(c_int32_t), value :: mode
+      integer(c_int64_t), value :: timeout_ns
+      type(c_ptr), optional :: out
       type(c_ptr), optional :: error
-      integer(c_int32_t) :: c_ta_tensor_ready
-    end function c_ta_tensor_ready
+      integer(c_int32_t) :: c_ta_tensor_to_dlpack
+    end function c_ta_tensor_to_dlpack
+    function c_ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error) bind(c, &
+        name='ta_tensor_to_dlpack_legacy')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor
+      implicit none
+      type(c_ptr), value :: tensor
+      integer(c_int32_t), value :: mode
+      integer(c_int64_t), value :: timeout_ns
+      type(c_ptr), optional :: out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_to_dlpack_legacy
+    end function c_ta_tensor_to_dlpack_legacy
+    function c_ta_tensor_from_dlpack(managed, tensor_out, error) bind(c, &
+        name='ta_tensor_from_dlpack')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor_versioned
+      implicit none
+      type(ta_dl_managed_tensor_versioned), intent(inout), optional :: managed
+      type(c_ptr), optional :: tensor_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_from_dlpack
+    end function c_ta_tensor_from_dlpack
+    function c_ta_tensor_from_dlpack_legacy(managed, tensor_out, error) bind(c, &
+        name='ta_tensor_from_dlpack_legacy')
+      use, intrinsic :: iso_c_binding
+      import :: ta_dl_managed_tensor
+      implicit none
+      type(ta_dl_managed_tensor), intent(inout), optional :: managed
+      type(c_ptr), optional :: tensor_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_from_dlpack_legacy
+    end function c_ta_tensor_from_dlpack_legacy
     function c_ta_tensor_acquire(tensor, mode, timeout_ns, mapping_out, error) bind(c, &
         name='ta_tensor_acquire')
       use, intrinsic :: iso_c_binding
@@ -927,6 +963,14 @@ module tensorasync_c
       type(c_ptr), value :: mapping
       integer(c_int32_t) :: c_ta_mapping_free
     end function c_ta_mapping_free
+    function c_ta_tensor_ready(tensor, event_out, error) bind(c, name='ta_tensor_ready')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: tensor
+      type(c_ptr), optional :: event_out
+      type(c_ptr), optional :: error
+      integer(c_int32_t) :: c_ta_tensor_ready
+    end function c_ta_tensor_ready
     function c_ta_kernel_defer(ctx, token_out) bind(c, name='ta_kernel_defer')
       use, intrinsic :: iso_c_binding
       implicit none
@@ -983,50 +1027,6 @@ module tensorasync_c
       type(c_ptr), optional :: error
       integer(c_int32_t) :: c_ta_tensor_wrap_ex
     end function c_ta_tensor_wrap_ex
-    function c_ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error) bind(c, &
-        name='ta_tensor_to_dlpack')
-      use, intrinsic :: iso_c_binding
-      import :: ta_dl_managed_tensor_versioned
-      implicit none
-      type(c_ptr), value :: tensor
-      integer(c_int32_t), value :: mode
-      integer(c_int64_t), value :: timeout_ns
-      type(c_ptr), optional :: out
-      type(c_ptr), optional :: error
-      integer(c_int32_t) :: c_ta_tensor_to_dlpack
-    end function c_ta_tensor_to_dlpack
-    function c_ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error) bind(c, &
-        name='ta_tensor_to_dlpack_legacy')
-      use, intrinsic :: iso_c_binding
-      import :: ta_dl_managed_tensor
-      implicit none
-      type(c_ptr), value :: tensor
-      integer(c_int32_t), value :: mode
-      integer(c_int64_t), value :: timeout_ns
-      type(c_ptr), optional :: out
-      type(c_ptr), optional :: error
-      integer(c_int32_t) :: c_ta_tensor_to_dlpack_legacy
-    end function c_ta_tensor_to_dlpack_legacy
-    function c_ta_tensor_from_dlpack(managed, tensor_out, error) bind(c, &
-        name='ta_tensor_from_dlpack')
-      use, intrinsic :: iso_c_binding
-      import :: ta_dl_managed_tensor_versioned
-      implicit none
-      type(ta_dl_managed_tensor_versioned), intent(inout), optional :: managed
-      type(c_ptr), optional :: tensor_out
-      type(c_ptr), optional :: error
-      integer(c_int32_t) :: c_ta_tensor_from_dlpack
-    end function c_ta_tensor_from_dlpack
-    function c_ta_tensor_from_dlpack_legacy(managed, tensor_out, error) bind(c, &
-        name='ta_tensor_from_dlpack_legacy')
-      use, intrinsic :: iso_c_binding
-      import :: ta_dl_managed_tensor
-      implicit none
-      type(ta_dl_managed_tensor), intent(inout), optional :: managed
-      type(c_ptr), optional :: tensor_out
-      type(c_ptr), optional :: error
-      integer(c_int32_t) :: c_ta_tensor_from_dlpack_legacy
-    end function c_ta_tensor_from_dlpack_legacy
     function c_ta_runtime_new(threads, runtime_out, error) bind(c, name='ta_runtime_new')
       use, intrinsic :: iso_c_binding
       implicit none

@@ -399,8 +399,6 @@ const (
 	DumpText = C.TA_DUMP_TEXT
 	// Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished operation, one edge per wait (labelled with the tensor).
 	DumpDot = C.TA_DUMP_DOT
-	// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
-	wrapReadOnly = C.TA_WRAP_READ_ONLY
 	// `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
 	DlFlagReadOnly = C.TA_DL_FLAG_READ_ONLY
 	// `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
@@ -411,6 +409,8 @@ const (
 	DlMajorVersion = C.TA_DL_MAJOR_VERSION
 	// The DLPack minor version of exported tensors.
 	DlMinorVersion = C.TA_DL_MINOR_VERSION
+	// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+	wrapReadOnly = C.TA_WRAP_READ_ONLY
 	// Major version of the library.
 	HeaderVersionMajor = C.TA_VERSION_MAJOR
 	// Minor version of the library.

@@ -112,9 +112,15 @@ enum Plan<'a> {
     /// Device to device.
     CopyDevice,
     /// Host memory (a host view, or a caller's buffer) to a device view.
-    Upload { conj: bool, buf: Option<&'a HostBuffer> },
+    Upload {
+        conj: bool,
+        buf: Option<&'a HostBuffer>,
+    },
     /// A device view to host memory (a host view, or a caller's buffer).
-    Download { conj: bool, buf: Option<&'a HostBuffer> },
+    Download {
+        conj: bool,
+        buf: Option<&'a HostBuffer>,
+    },
     Gemm(DType, GemmArgs),
     /// Nothing to queue (an empty result).
     Nothing,
@@ -185,7 +191,13 @@ fn plan<'a>(op: &'a NativeOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
 ///
 /// # Safety
 /// See the call in [`Cuda::run`].
-unsafe fn queue(dev: &dyn Device, s: StreamId, plan: Plan<'_>, v: &[ResolvedView<'_>], issued: &mut Issued) -> Result<()> {
+unsafe fn queue(
+    dev: &dyn Device,
+    s: StreamId,
+    plan: Plan<'_>,
+    v: &[ResolvedView<'_>],
+    issued: &mut Issued,
+) -> Result<()> {
     match plan {
         Plan::Fill(x) => unsafe { fill(dev, s, &v[0], x) },
         Plan::Scale(a) => unsafe { scale(dev, s, &v[0], a) },
@@ -262,7 +274,14 @@ fn offset(p: Place, elems: isize, es: usize) -> Place {
 
 /// Queue the copy of every element of `src` to `dst` (equal extents,
 /// non-negative strides), one 2-D copy per plane where rows are contiguous.
-unsafe fn copy_planes(dev: &dyn Device, s: StreamId, dtype: DType, extents: &[usize], dst: Side, src: Side) -> Result<()> {
+unsafe fn copy_planes(
+    dev: &dyn Device,
+    s: StreamId,
+    dtype: DType,
+    extents: &[usize],
+    dst: Side,
+    src: Side,
+) -> Result<()> {
     let es = dtype.size();
     let mut r = Ok(());
     for_each_plane(extents, [0, 0], [&dst.strides, &src.strides], |[od, os], (n, [sd, ss]), (rows, [pd, ps])| {
@@ -339,10 +358,12 @@ unsafe fn fill(dev: &dyn Device, s: StreamId, v: &ResolvedView<'_>, x: Imm) -> R
                 (0..rows as u64).try_for_each(|row| {
                     let run = start + row * p as u64 * es as u64;
                     if es < 4 {
-                        let value = if es == 1 { bytes[0] as u32 } else { u16::from_le_bytes([bytes[0], bytes[1]]) as u32 };
+                        let value =
+                            if es == 1 { bytes[0] as u32 } else { u16::from_le_bytes([bytes[0], bytes[1]]) as u32 };
                         dev.memset_2d(s, run, st as usize * es, value, es, 1, n)
                     } else {
-                        (0..words).try_for_each(|w| dev.memset_2d(s, run + 4 * w as u64, st as usize * es, word(w), 4, 1, n))
+                        (0..words)
+                            .try_for_each(|w| dev.memset_2d(s, run + 4 * w as u64, st as usize * es, word(w), 4, 1, n))
                     }
                 })
             }
@@ -368,7 +389,11 @@ unsafe fn scale(dev: &dyn Device, s: StreamId, v: &ResolvedView<'_>, a: Scalar) 
 
 unsafe fn axpy(dev: &dyn Device, s: StreamId, y: &ResolvedView<'_>, a: Scalar, x: &ResolvedView<'_>) -> Result<()> {
     if y.extents != x.extents {
-        return Err(Error::new(Status::ShapeMismatch, "axpy", format!("shapes {:?} and {:?} differ", y.extents, x.extents)));
+        return Err(Error::new(
+            Status::ShapeMismatch,
+            "axpy",
+            format!("shapes {:?} and {:?} differ", y.extents, x.extents),
+        ));
     }
     let es = y.dtype.size() as i64;
     let (py, px) = (y.ptr as usize as i64, x.ptr as usize as i64);
@@ -449,7 +474,11 @@ unsafe impl Send for Staging {}
 impl Staging {
     fn new(dev: &dyn Device, v: &ResolvedView<'_>) -> Result<Staging> {
         let view = view_layout(v);
-        let order = if view.is_col_major_contiguous() && !view.is_row_major_contiguous() { Order::ColMajor } else { Order::RowMajor };
+        let order = if view.is_col_major_contiguous() && !view.is_row_major_contiguous() {
+            Order::ColMajor
+        } else {
+            Order::RowMajor
+        };
         let layout = Layout::contiguous(v.extents, order);
         let bytes = (layout.len() * v.dtype.size()).max(1);
         let dev = device::device(dev.ordinal())?;
@@ -482,7 +511,9 @@ fn pool_take(dev: &Arc<dyn Device>, bytes: usize) -> Result<(*mut u8, usize)> {
     {
         let mut p = pools().lock();
         let list = p.entry(dev.ordinal()).or_default();
-        if let Some(i) = list.iter().enumerate().filter(|(_, (c, _))| *c >= bytes).min_by_key(|(_, (c, _))| *c).map(|(i, _)| i) {
+        if let Some(i) =
+            list.iter().enumerate().filter(|(_, (c, _))| *c >= bytes).min_by_key(|(_, (c, _))| *c).map(|(i, _)| i)
+        {
             let (cap, addr) = list.swap_remove(i);
             return Ok((addr as *mut u8, cap));
         }

@@ -185,7 +185,9 @@ pub(crate) unsafe fn copy_raw(dtype: DType, dst: *mut u8, dl: &Layout, src: *con
 pub(crate) unsafe fn copy_layouts(dtype: DType, dst: *mut u8, dl: &Layout, src: *const u8, sl: &Layout, conj: bool) {
     debug_assert_eq!(dl.extents, sl.extents);
     let conj = conj && dtype.is_complex();
-    unsafe { copy_strided(dtype, &dl.extents, (dst, dl.offset, &dl.strides), (src as *mut u8, sl.offset, &sl.strides), conj) }
+    unsafe {
+        copy_strided(dtype, &dl.extents, (dst, dl.offset, &dl.strides), (src as *mut u8, sl.offset, &sl.strides), conj)
+    }
 }
 
 /// One side of a strided copy: base pointer, element offset, strides.

@@ -40,10 +40,10 @@ mod registry;
 pub mod sim;
 pub(crate) mod storage;
 
-pub use registry::{device_count, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};
 /// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
 #[doc(hidden)]
 pub use cuda::probe_for_tests;
+pub use registry::{device_count, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};
 
 /// The origin of errors raised by device implementations (the runtime
 /// replaces it with the operation's name when the error fails an operation).
@@ -191,7 +191,15 @@ pub trait Device: Send + Sync {
     ///
     /// # Safety
     /// `x` addresses `n` valid elements at increment `incx` (see the module notes).
-    unsafe fn scal(&self, stream: StreamId, dtype: DType, n: usize, alpha: Scalar, x: DevPtr, incx: isize) -> Result<()>;
+    unsafe fn scal(
+        &self,
+        stream: StreamId,
+        dtype: DType,
+        n: usize,
+        alpha: Scalar,
+        x: DevPtr,
+        incx: isize,
+    ) -> Result<()>;
 
     /// Queue `y = alpha * x + y` (BLAS `axpy`) for a float dtype.
     ///

@@ -50,12 +50,15 @@ fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| {
         let request = SIM_REQUEST.lock().clone().or_else(sim_from_env);
         if let Some(cfg) = request {
-            let devices = (0..cfg.devices).map(|i| Arc::new(sim::SimDevice::new(i, cfg.streams)) as Arc<dyn Device>).collect();
+            let devices =
+                (0..cfg.devices).map(|i| Arc::new(sim::SimDevice::new(i, cfg.streams)) as Arc<dyn Device>).collect();
             return Registry { devices, why_none: String::new(), simulated: true };
         }
         match cuda::probe() {
             Ok(list) if !list.is_empty() => Registry { devices: list, why_none: String::new(), simulated: false },
-            Ok(_) => Registry { devices: vec![], why_none: "the CUDA driver reports no devices".into(), simulated: false },
+            Ok(_) => {
+                Registry { devices: vec![], why_none: "the CUDA driver reports no devices".into(), simulated: false }
+            }
             Err(why) => Registry { devices: vec![], why_none: why, simulated: false },
         }
     })
@@ -88,7 +91,11 @@ pub fn is_simulated() -> bool {
 pub fn device_count() -> Result<usize> {
     let r = registry();
     if r.devices.is_empty() {
-        return Err(Error::new(Status::CudaUnavailable, "cuda_device_count", format!("CUDA is not available: {}", r.why_none)));
+        return Err(Error::new(
+            Status::CudaUnavailable,
+            "cuda_device_count",
+            format!("CUDA is not available: {}", r.why_none),
+        ));
     }
     Ok(r.devices.len())
 }
@@ -97,9 +104,17 @@ pub fn device_count() -> Result<usize> {
 pub(crate) fn get(ordinal: u32) -> Result<Arc<dyn Device>> {
     let r = registry();
     if r.devices.is_empty() {
-        return Err(Error::new(Status::CudaUnavailable, "cuda", format!("CUDA device {ordinal} is not available: {}", r.why_none)));
+        return Err(Error::new(
+            Status::CudaUnavailable,
+            "cuda",
+            format!("CUDA device {ordinal} is not available: {}", r.why_none),
+        ));
     }
     r.devices.get(ordinal as usize).cloned().ok_or_else(|| {
-        Error::new(Status::CudaUnavailable, "cuda", format!("there is no CUDA device {ordinal} ({} present)", r.devices.len()))
+        Error::new(
+            Status::CudaUnavailable,
+            "cuda",
+            format!("there is no CUDA device {ordinal} ({} present)", r.devices.len()),
+        )
     })
 }

@@ -102,11 +102,7 @@ fn checked_layout(bytes: usize) -> Option<std::alloc::Layout> {
 /// this function initialises the registry itself.
 pub fn control(ordinal: u32) -> Option<Arc<SimControl>> {
     fn find(ordinal: u32) -> Option<Arc<SimControl>> {
-        DEVICES
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .find(|c| c.ordinal == ordinal && !c.dropped.load(SeqCst))
+        DEVICES.lock().iter().filter_map(Weak::upgrade).find(|c| c.ordinal == ordinal && !c.dropped.load(SeqCst))
     }
     if let Some(c) = find(ordinal) {
         return Some(c);
@@ -548,7 +544,14 @@ impl SimControl {
     /// Check that `[lo, lo + len)` lies in one live allocation (of this device
     /// unless `peer_ok`) and that `lo` is aligned to `align`; return the block
     /// so that it stays alive while the command uses it.
-    fn pin(&self, what: &str, lo: u64, len: usize, peer_ok: bool, align: usize) -> std::result::Result<Option<Arc<Block>>, Fault> {
+    fn pin(
+        &self,
+        what: &str,
+        lo: u64,
+        len: usize,
+        peer_ok: bool,
+        align: usize,
+    ) -> std::result::Result<Option<Arc<Block>>, Fault> {
         if len == 0 {
             return Ok(None);
         }
@@ -573,7 +576,10 @@ impl SimControl {
         if b.device != self.id && !peer_ok {
             return Err(fault(
                 ILLEGAL_ADDRESS,
-                format!("{range} is memory of simulated device {}, which kernels of device {} cannot access", b.ordinal, self.ordinal),
+                format!(
+                    "{range} is memory of simulated device {}, which kernels of device {} cannot access",
+                    b.ordinal, self.ordinal
+                ),
             ));
         }
         if lo % align as u64 != 0 {
@@ -830,7 +836,11 @@ impl SimDevice {
         if dtype.is_float() {
             Ok(dtype.size())
         } else {
-            Err(Error::new(Status::Unsupported, ORIGIN, format!("{method} is not supported for {} on a CUDA device", dtype.name())))
+            Err(Error::new(
+                Status::Unsupported,
+                ORIGIN,
+                format!("{method} is not supported for {} on a CUDA device", dtype.name()),
+            ))
         }
     }
 
@@ -843,7 +853,9 @@ impl SimDevice {
             std::thread::Builder::new()
                 .name(format!("ta-sim{}-s{}", self.ctl.ordinal, k))
                 .spawn(move || stream_main(ctl, k))
-                .map_err(|e| cuda_error("CUDA_ERROR_OPERATING_SYSTEM", format_args!("cannot start a stream thread: {e}")))?;
+                .map_err(|e| {
+                    cuda_error("CUDA_ERROR_OPERATING_SYSTEM", format_args!("cannot start a stream thread: {e}"))
+                })?;
             s.started[ki] = true;
         }
         s.queues[ki].push_back(cmd);
@@ -898,7 +910,14 @@ impl Device for SimDevice {
             return Err(invalid("cannot allocate 0 bytes of device memory"));
         }
         let oom = |why: String| {
-            Error::new(Status::OutOfMemory, ORIGIN, format!("{OUT_OF_MEMORY}: cannot allocate {bytes} bytes on simulated device {}: {why}", self.ctl.ordinal))
+            Error::new(
+                Status::OutOfMemory,
+                ORIGIN,
+                format!(
+                    "{OUT_OF_MEMORY}: cannot allocate {bytes} bytes on simulated device {}: {why}",
+                    self.ctl.ordinal
+                ),
+            )
         };
         let Some(lay) = checked_layout(bytes) else {
             return Err(oom("the size is too large".into()));
@@ -940,7 +959,10 @@ impl Device for SimDevice {
         };
         if block.is_none() {
             self.ctl.invalid_frees.fetch_add(1, SeqCst);
-            eprintln!("tensorasync: simulated device {}: free of {ptr:#x}, which is no live allocation of it (ignored)", self.ctl.ordinal);
+            eprintln!(
+                "tensorasync: simulated device {}: free of {ptr:#x}, which is no live allocation of it (ignored)",
+                self.ctl.ordinal
+            );
         }
         // The memory itself goes when the last command using it lets go.
         drop(block);
@@ -951,7 +973,13 @@ impl Device for SimDevice {
         if bytes == 0 {
             return Err(invalid("cannot allocate 0 bytes of page-locked memory"));
         }
-        let oom = || Error::new(Status::OutOfMemory, ORIGIN, format!("{OUT_OF_MEMORY}: cannot allocate {bytes} bytes of page-locked host memory"));
+        let oom = || {
+            Error::new(
+                Status::OutOfMemory,
+                ORIGIN,
+                format!("{OUT_OF_MEMORY}: cannot allocate {bytes} bytes of page-locked host memory"),
+            )
+        };
         let lay = checked_layout(bytes).ok_or_else(oom)?;
         // SAFETY: `lay` has a non-zero size.
         let p = unsafe { std::alloc::alloc(lay) };
@@ -976,7 +1004,10 @@ impl Device for SimDevice {
             }
             None => {
                 self.ctl.invalid_frees.fetch_add(1, SeqCst);
-                eprintln!("tensorasync: simulated device {}: free_host of {ptr:p}, which alloc_host did not return (ignored)", self.ctl.ordinal);
+                eprintln!(
+                    "tensorasync: simulated device {}: free_host of {ptr:p}, which alloc_host did not return (ignored)",
+                    self.ctl.ordinal
+                );
             }
         }
     }
@@ -1000,7 +1031,9 @@ impl Device for SimDevice {
         let (dst, src) = (side(dst), side(src));
         if width > 0 && height > 0 {
             if dpitch < width || spitch < width {
-                return Err(invalid(format!("copy_2d: pitches ({dpitch}, {spitch}) must be at least the width ({width})")));
+                return Err(invalid(format!(
+                    "copy_2d: pitches ({dpitch}, {spitch}) must be at least the width ({width})"
+                )));
             }
             for (s, pitch, what) in [(dst, dpitch, "destination"), (src, spitch, "source")] {
                 let ext = extent_2d(pitch, width, height).ok_or_else(|| too_large("copy_2d region"))?;
@@ -1036,14 +1069,24 @@ impl Device for SimDevice {
                 return Err(invalid(format!("memset_2d: pitch {pitch} is less than the row size {row}")));
             }
             if dst % elem as u64 != 0 || (height > 1 && pitch % elem != 0) {
-                return Err(invalid(format!("memset_2d: address {dst:#x} or pitch {pitch} is not a multiple of {elem}")));
+                return Err(invalid(format!(
+                    "memset_2d: address {dst:#x} or pitch {pitch} is not a multiple of {elem}"
+                )));
             }
             extent_2d(pitch, row, height).ok_or_else(|| too_large("memset_2d region"))?;
         }
         self.enqueue(k, Cmd::Memset { dst, pitch, value, elem, width, height })
     }
 
-    unsafe fn scal(&self, stream: StreamId, dtype: DType, n: usize, alpha: Scalar, x: DevPtr, incx: isize) -> Result<()> {
+    unsafe fn scal(
+        &self,
+        stream: StreamId,
+        dtype: DType,
+        n: usize,
+        alpha: Scalar,
+        x: DevPtr,
+        incx: isize,
+    ) -> Result<()> {
         self.injected_call_failure("scal")?;
         let k = self.stream_index(stream)?;
         let size = self.float_dtype(dtype, "scal")?;
@@ -1111,7 +1154,10 @@ impl Device for SimDevice {
             .downcast::<SimMarker>()
             .map_err(|_| invalid("wait_marker: the marker is not one of a simulated device"))?;
         if m.device != self.ctl.id {
-            return Err(invalid(format!("wait_marker: the marker was recorded on another device, not on simulated device {}", self.ctl.ordinal)));
+            return Err(invalid(format!(
+                "wait_marker: the marker was recorded on another device, not on simulated device {}",
+                self.ctl.ordinal
+            )));
         }
         self.enqueue(k, Cmd::Wait(m))
     }
@@ -1159,14 +1205,16 @@ mod tests {
 
     fn upload<T: Copy>(d: &SimDevice, ptr: DevPtr, data: &[T]) {
         let bytes = std::mem::size_of_val(data);
-        unsafe { d.copy_2d(S0, Place::Device(ptr), bytes, Place::Host(data.as_ptr() as *mut u8), bytes, bytes, 1) }.unwrap();
+        unsafe { d.copy_2d(S0, Place::Device(ptr), bytes, Place::Host(data.as_ptr() as *mut u8), bytes, bytes, 1) }
+            .unwrap();
         sync(d, S0).unwrap();
     }
 
     fn download<T: Element>(d: &SimDevice, ptr: DevPtr, n: usize) -> Vec<T> {
         let mut out = vec![T::zero(); n];
         let bytes = n * std::mem::size_of::<T>();
-        unsafe { d.copy_2d(S0, Place::Host(out.as_mut_ptr().cast()), bytes, Place::Device(ptr), bytes, bytes, 1) }.unwrap();
+        unsafe { d.copy_2d(S0, Place::Host(out.as_mut_ptr().cast()), bytes, Place::Device(ptr), bytes, bytes, 1) }
+            .unwrap();
         sync(d, S0).unwrap();
         out
     }
@@ -1275,7 +1323,13 @@ mod tests {
         // Stream 0 is held in a notify callback (blocking there is outside the
         // contract, but this is a test); its memset and record come after.
         let (release_tx, release_rx) = mpsc::channel::<()>();
-        d.notify(S0, Box::new(move |_| { let _ = release_rx.recv(); })).unwrap();
+        d.notify(
+            S0,
+            Box::new(move |_| {
+                let _ = release_rx.recv();
+            }),
+        )
+        .unwrap();
         unsafe { d.memset_2d(S0, a, 64, 0x11, 1, 64, 1) }.unwrap();
         let m = d.record(S0).unwrap();
         d.wait_marker(S1, &m).unwrap();
@@ -1578,9 +1632,13 @@ mod tests {
                         upload(d, pc, &c0);
                     } // else C stays 0xFF bytes: NaN, which must not propagate.
                     let (alpha, alpha_c) = scalar_for::<T>(Complex64::new(1.5, -0.5));
-                    let (beta, beta_c) =
-                        if beta_zero { (Scalar::real(0.0), Complex64::new(0.0, 0.0)) } else { scalar_for::<T>(Complex64::new(-0.25, 2.0)) };
-                    let g = GemmArgs { trans_a: ta, trans_b: tb, m, n, k, alpha, a: pa, lda, b: pb, ldb, beta, c: pc, ldc };
+                    let (beta, beta_c) = if beta_zero {
+                        (Scalar::real(0.0), Complex64::new(0.0, 0.0))
+                    } else {
+                        scalar_for::<T>(Complex64::new(-0.25, 2.0))
+                    };
+                    let g =
+                        GemmArgs { trans_a: ta, trans_b: tb, m, n, k, alpha, a: pa, lda, b: pb, ldb, beta, c: pc, ldc };
                     unsafe { d.gemm(S0, T::DTYPE, &g) }.unwrap();
                     let got: Vec<T> = download(d, pc, ldc * n);
                     let ae = |i: usize, l: usize| match ta {
@@ -1758,7 +1816,10 @@ mod tests {
             assert_eq!(st(d.memset_2d(S0, p + 1, 8, 0, 2, 4, 1)), Status::InvalidArgument);
             assert_eq!(st(d.memset_2d(S0, p, 6, 0, 2, 4, 2)), Status::InvalidArgument);
             assert_eq!(st(d.copy_2d(S0, Place::Device(p), 4, Place::Device(p), 8, 8, 2)), Status::InvalidArgument);
-            assert_eq!(st(d.copy_2d(S0, Place::Device(p), 8, Place::Host(std::ptr::null_mut()), 8, 8, 2)), Status::InvalidArgument);
+            assert_eq!(
+                st(d.copy_2d(S0, Place::Device(p), 8, Place::Host(std::ptr::null_mut()), 8, 8, 2)),
+                Status::InvalidArgument
+            );
             assert_eq!(st(d.scal(S0, DType::I32, 4, Scalar::real(1.0), p, 1)), Status::Unsupported);
             assert_eq!(st(d.axpy(S0, DType::U8, 4, Scalar::real(1.0), p, 1, p, 1)), Status::Unsupported);
             assert_eq!(st(d.gemm(S0, DType::I64, &GemmArgs { lda: 3, ..g })), Status::Unsupported);
@@ -1850,7 +1911,10 @@ mod tests {
         assert!(e.message().starts_with("CUDA_ERROR_LAUNCH_FAILED"));
         assert_eq!(ctl.pending(), 0);
         ctl.fail_next_call("CUDA_ERROR_LAUNCH_FAILED");
-        assert_eq!(d.notify(S0, Box::new(|_| panic!("a failed notify call queues nothing"))).unwrap_err().status(), Status::CudaError);
+        assert_eq!(
+            d.notify(S0, Box::new(|_| panic!("a failed notify call queues nothing"))).unwrap_err().status(),
+            Status::CudaError
+        );
         ctl.fail_next_call("CUDA_ERROR_INVALID_CONTEXT");
         // describe, ordinal, streams and free do not consume it.
         let _ = (d.describe(), d.ordinal(), d.streams());

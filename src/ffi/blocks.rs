@@ -1,7 +1,7 @@
 //! Block arrays from C.
 
 use super::handles::{Kind, Object};
-use super::tensor::{array_arg, dtype_arg, domain_arg, order_arg};
+use super::tensor::{array_arg, domain_arg, dtype_arg, order_arg};
 use super::{blocks_arg, guard, make_handle, need, put, raw};
 use super::{ta_blocks, ta_domain, ta_dtype, ta_error, ta_order, ta_status, ta_tensor};
 use crate::error::Error;
@@ -97,9 +97,15 @@ pub extern "C" fn ta_blocks_grid(blocks: *const ta_blocks, grid_out: *mut usize,
     const O: &str = "ta_blocks_grid";
     guard(O, std::ptr::null_mut(), || {
         let b = blocks_arg(blocks, O, "blocks")?;
-        let grid = b.grid().ok_or_else(|| Error::new(crate::Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
+        let grid = b
+            .grid()
+            .ok_or_else(|| Error::new(crate::Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
         if cap < grid.len() {
-            return Err(Error::new(crate::Status::BufferTooSmall, O, format!("the grid has {} axes, the buffer holds {cap}", grid.len())));
+            return Err(Error::new(
+                crate::Status::BufferTooSmall,
+                O,
+                format!("the grid has {} axes, the buffer holds {cap}", grid.len()),
+            ));
         }
         if !grid.is_empty() {
             need(grid_out, O, "grid_out")?;
@@ -115,7 +121,12 @@ pub extern "C" fn ta_blocks_grid(blocks: *const ta_blocks, grid_out: *mut usize,
 /// alive after the array handle is freed, and works in every operation and
 /// kernel. `TA_STATUS_OUT_OF_RANGE` for an index past the last block.
 #[no_mangle]
-pub extern "C" fn ta_blocks_block(blocks: *const ta_blocks, index: usize, block_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_blocks_block(
+    blocks: *const ta_blocks,
+    index: usize,
+    block_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_blocks_block";
     guard(O, error, || {
         need(block_out, O, "block_out")?;
@@ -192,7 +203,11 @@ pub extern "C" fn ta_blocks_coalesce_range(
 
 /// The whole array as one view over every block.
 #[no_mangle]
-pub extern "C" fn ta_blocks_all(blocks: *const ta_blocks, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_blocks_all(
+    blocks: *const ta_blocks,
+    view_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_blocks_all";
     guard(O, error, || {
         need(view_out, O, "view_out")?;

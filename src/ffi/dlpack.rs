@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use super::handles::Object;
 use super::mapping::mode_arg;
 use super::tensor::timeout_arg;
-use super::{guard, make_handle, need, put, tensor_arg, ta_error, ta_mode, ta_status, ta_tensor};
+use super::{guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor, tensor_arg};
 use crate::dtype::DType;
 use crate::error::{Error, Status};
 use crate::layout::{Layout, Order};
@@ -117,7 +117,11 @@ fn from_dl_dtype(t: ta_dl_data_type, origin: &'static str) -> Result<DType, Erro
         (DL_UINT, 32, 1) => DType::U32,
         (DL_UINT, 64, 1) => DType::U64,
         (c, b, l) => {
-            return Err(Error::new(Status::Unsupported, origin, format!("DLPack dtype code {c}, {b} bits, {l} lanes has no tensorasync dtype")))
+            return Err(Error::new(
+                Status::Unsupported,
+                origin,
+                format!("DLPack dtype code {c}, {b} bits, {l} lanes has no tensorasync dtype"),
+            ))
         }
     };
     Ok(d)
@@ -135,7 +139,12 @@ struct Export<M> {
 }
 
 /// Acquire `tensor` as `ta_tensor_acquire` does and describe the view.
-fn export_parts(tensor: *const ta_tensor, mode: ta_mode, timeout_ns: i64, origin: &'static str) -> Result<(HostAccess, ta_dl_tensor, Vec<i64>, Vec<i64>), Error> {
+fn export_parts(
+    tensor: *const ta_tensor,
+    mode: ta_mode,
+    timeout_ns: i64,
+    origin: &'static str,
+) -> Result<(HostAccess, ta_dl_tensor, Vec<i64>, Vec<i64>), Error> {
     let t = tensor_arg(tensor, origin, "tensor")?;
     let mode = mode_arg(mode, origin)?;
     if t.is_conj() && t.dtype().is_complex() {
@@ -148,7 +157,8 @@ fn export_parts(tensor: *const ta_tensor, mode: ta_mode, timeout_ns: i64, origin
     let access = t.acquire_in(origin, mode, timeout_arg(timeout_ns))?;
     let v = access.view()?.clone();
     let too_big = || Error::new(Status::Unsupported, origin, "the tensor's rank or extents do not fit DLPack's types");
-    let shape: Vec<i64> = v.extents.iter().map(|&e| i64::try_from(e).map_err(|_| too_big())).collect::<Result<_, _>>()?;
+    let shape: Vec<i64> =
+        v.extents.iter().map(|&e| i64::try_from(e).map_err(|_| too_big())).collect::<Result<_, _>>()?;
     let strides: Vec<i64> = v.strides.iter().map(|&s| s as i64).collect();
     let dl = ta_dl_tensor {
         data: v.ptr.cast(),
@@ -163,7 +173,14 @@ fn export_parts(tensor: *const ta_tensor, mode: ta_mode, timeout_ns: i64, origin
 }
 
 /// Box an export and point its tensor at its own shape and strides.
-fn finish_export<M>(managed: M, shape: Vec<i64>, strides: Vec<i64>, access: HostAccess, dl: impl FnOnce(&mut M) -> &mut ta_dl_tensor, ctx: impl FnOnce(&mut M, *mut c_void)) -> *mut M {
+fn finish_export<M>(
+    managed: M,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    access: HostAccess,
+    dl: impl FnOnce(&mut M) -> &mut ta_dl_tensor,
+    ctx: impl FnOnce(&mut M, *mut c_void),
+) -> *mut M {
     let mut b = Box::new(Export { managed, shape, strides, access: Some(access) });
     let (sp, st) = (b.shape.as_mut_ptr(), b.strides.as_mut_ptr());
     let t = dl(&mut b.managed);
@@ -255,7 +272,8 @@ pub extern "C" fn ta_tensor_to_dlpack_legacy(
     guard(O, error, || {
         need(out, O, "out")?;
         let (access, dl, shape, strides) = export_parts(tensor, mode, timeout_ns, O)?;
-        let managed = ta_dl_managed_tensor { dl_tensor: dl, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) };
+        let managed =
+            ta_dl_managed_tensor { dl_tensor: dl, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) };
         put(out, finish_export(managed, shape, strides, access, |m| &mut m.dl_tensor, |m, c| m.manager_ctx = c));
         Ok(())
     })
@@ -267,13 +285,23 @@ struct SendPtr<T>(*mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 
 /// Wrap a DLPack tensor zero-copy; `release` runs after the last access.
-fn import(t: &ta_dl_tensor, writable: bool, release: ReleaseFn, origin: &'static str) -> Result<Tensor, (Error, ReleaseFn)> {
+fn import(
+    t: &ta_dl_tensor,
+    writable: bool,
+    release: ReleaseFn,
+    origin: &'static str,
+) -> Result<Tensor, (Error, ReleaseFn)> {
     let parts = (|| {
         if t.device.device_type != TA_DL_DEVICE_CPU {
-            return Err(Error::new(Status::DomainMismatch, origin, format!("DLPack device type {} is not kDLCPU (1)", t.device.device_type)));
+            return Err(Error::new(
+                Status::DomainMismatch,
+                origin,
+                format!("DLPack device type {} is not kDLCPU (1)", t.device.device_type),
+            ));
         }
         let dtype = from_dl_dtype(t.dtype, origin)?;
-        let ndim = usize::try_from(t.ndim).map_err(|_| Error::new(Status::InvalidArgument, origin, format!("ndim {} is negative", t.ndim)))?;
+        let ndim = usize::try_from(t.ndim)
+            .map_err(|_| Error::new(Status::InvalidArgument, origin, format!("ndim {} is negative", t.ndim)))?;
         let shape: &[i64] = if ndim == 0 {
             &[]
         } else {
@@ -283,13 +311,17 @@ fn import(t: &ta_dl_tensor, writable: bool, release: ReleaseFn, origin: &'static
         };
         let ext: Vec<usize> = shape
             .iter()
-            .map(|&e| usize::try_from(e).map_err(|_| Error::new(Status::InvalidArgument, origin, format!("extent {e} is negative"))))
+            .map(|&e| {
+                usize::try_from(e)
+                    .map_err(|_| Error::new(Status::InvalidArgument, origin, format!("extent {e} is negative")))
+            })
             .collect::<Result<_, _>>()?;
         let layout = if t.strides.is_null() || ndim == 0 {
             Layout::contiguous(&ext, Order::RowMajor)
         } else {
             // SAFETY: DLPack: a non-NULL `strides` holds `ndim` entries.
-            let s: Vec<isize> = unsafe { std::slice::from_raw_parts(t.strides, ndim) }.iter().map(|&s| s as isize).collect();
+            let s: Vec<isize> =
+                unsafe { std::slice::from_raw_parts(t.strides, ndim) }.iter().map(|&s| s as isize).collect();
             Layout::strided(&ext, &s, 0, origin)?
         };
         let empty = ext.iter().any(|&e| e == 0);
@@ -335,7 +367,11 @@ fn import(t: &ta_dl_tensor, writable: bool, release: ReleaseFn, origin: &'static
 /// strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
 /// read-only tensor.
 #[no_mangle]
-pub extern "C" fn ta_tensor_from_dlpack(managed: *mut ta_dl_managed_tensor_versioned, tensor_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_from_dlpack(
+    managed: *mut ta_dl_managed_tensor_versioned,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_from_dlpack";
     guard(O, error, || {
         need(tensor_out, O, "tensor_out")?;
@@ -343,7 +379,11 @@ pub extern "C" fn ta_tensor_from_dlpack(managed: *mut ta_dl_managed_tensor_versi
         // SAFETY: a non-NULL `managed` is a live DLManagedTensorVersioned by the C contract.
         let m = unsafe { &*managed };
         if m.version.major != TA_DL_MAJOR_VERSION {
-            return Err(Error::new(Status::Unsupported, O, format!("DLPack major version {} is not {TA_DL_MAJOR_VERSION}", m.version.major)));
+            return Err(Error::new(
+                Status::Unsupported,
+                O,
+                format!("DLPack major version {} is not {TA_DL_MAJOR_VERSION}", m.version.major),
+            ));
         }
         let (deleter, p) = (m.deleter, SendPtr(managed));
         let release: ReleaseFn = Box::new(move || {
@@ -365,7 +405,11 @@ pub extern "C" fn ta_tensor_from_dlpack(managed: *mut ta_dl_managed_tensor_versi
 /// The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
 /// `DLManagedTensor` (always writable).
 #[no_mangle]
-pub extern "C" fn ta_tensor_from_dlpack_legacy(managed: *mut ta_dl_managed_tensor, tensor_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_from_dlpack_legacy(
+    managed: *mut ta_dl_managed_tensor,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_from_dlpack_legacy";
     guard(O, error, || {
         need(tensor_out, O, "tensor_out")?;

@@ -96,7 +96,12 @@ pub extern "C" fn ta_error_code(error: *const ta_error, code_out: *mut i64) -> t
 /// `TA_STATUS_NULL_POINTER`) and store its full length, without the NUL, in
 /// `*len_out` (may be NULL). Call it with `cap` 0 first to learn the length.
 #[no_mangle]
-pub extern "C" fn ta_error_message(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
+pub extern "C" fn ta_error_message(
+    error: *const ta_error,
+    buf: *mut c_char,
+    cap: usize,
+    len_out: *mut usize,
+) -> ta_status {
     guard("ta_error_message", std::ptr::null_mut(), || {
         let e = error_arg(error, "ta_error_message", "error")?;
         check_buf(buf, cap, "ta_error_message")?;
@@ -127,7 +132,12 @@ pub(crate) fn c_origin(e: &crate::Error) -> std::borrow::Cow<'_, str> {
 /// `"ta_tensor_slice"`, `"ta_fill"`), or for a user kernel the name given to
 /// `ta_kernel_submit`.
 #[no_mangle]
-pub extern "C" fn ta_error_origin(error: *const ta_error, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
+pub extern "C" fn ta_error_origin(
+    error: *const ta_error,
+    buf: *mut c_char,
+    cap: usize,
+    len_out: *mut usize,
+) -> ta_status {
     guard("ta_error_origin", std::ptr::null_mut(), || {
         let e = error_arg(error, "ta_error_origin", "error")?;
         check_buf(buf, cap, "ta_error_origin")?;

@@ -30,7 +30,11 @@ pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
         }
         Ok(())
     });
-    if st == Status::Ok as ta_status { out } else { st }
+    if st == Status::Ok as ta_status {
+        out
+    } else {
+        st
+    }
 }
 
 /// Wait for an event (`timeout_ns` < 0: forever) and return the operation's
@@ -49,7 +53,11 @@ pub extern "C" fn ta_event_wait(event: *const ta_event, timeout_ns: i64) -> ta_s
         }
         Ok(())
     });
-    if st == Status::Ok as ta_status { out } else { st }
+    if st == Status::Ok as ta_status {
+        out
+    } else {
+        st
+    }
 }
 
 /// The error of a completed operation: a new error handle in `*error_out`
@@ -85,7 +93,11 @@ unsafe impl Send for SendPtr {}
 /// operation's state is then, and what the callback may do). Never called
 /// while the library holds a lock.
 #[no_mangle]
-pub extern "C" fn ta_event_on_complete(event: *const ta_event, callback: ta_callback, userdata: *mut c_void) -> ta_status {
+pub extern "C" fn ta_event_on_complete(
+    event: *const ta_event,
+    callback: ta_callback,
+    userdata: *mut c_void,
+) -> ta_status {
     const O: &str = "ta_event_on_complete";
     guard(O, std::ptr::null_mut(), || {
         let Some(f) = callback else {
@@ -149,7 +161,12 @@ pub extern "C" fn ta_cq_fd(cq: *const ta_cq, fd_out: *mut c_int) -> ta_status {
 /// goes to `*count_out`. Never blocks. Each entry's `error` is NULL on success
 /// or a new error handle that the caller frees.
 #[no_mangle]
-pub extern "C" fn ta_cq_poll(cq: *const ta_cq, out: *mut ta_completion, cap: usize, count_out: *mut usize) -> ta_status {
+pub extern "C" fn ta_cq_poll(
+    cq: *const ta_cq,
+    out: *mut ta_completion,
+    cap: usize,
+    count_out: *mut usize,
+) -> ta_status {
     const O: &str = "ta_cq_poll";
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;

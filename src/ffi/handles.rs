@@ -133,12 +133,7 @@ struct Decoded {
 
 fn decode(h: u64) -> Decoded {
     let index = (h & 0xffff_ffff) as usize;
-    Decoded {
-        kind: (h >> 56) as u8,
-        gen: ((h >> 32) & GEN_MASK) as u32,
-        shard: index % SHARDS,
-        slot: index / SHARDS,
-    }
+    Decoded { kind: (h >> 56) as u8, gen: ((h >> 32) & GEN_MASK) as u32, shard: index % SHARDS, slot: index / SHARDS }
 }
 
 fn encode(kind: Kind, gen: u32, shard: usize, slot: usize) -> Option<u64> {

@@ -64,7 +64,11 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
 }
 
 /// Run `f` with the kernel call behind `ctx`, if `ctx` is a kernel running on this thread.
-pub(crate) fn with_ctx<R>(ctx: *mut ta_kernel_ctx, origin: &'static str, f: impl FnOnce(&mut KernelCall<'_>) -> R) -> Result<R, Error> {
+pub(crate) fn with_ctx<R>(
+    ctx: *mut ta_kernel_ctx,
+    origin: &'static str,
+    f: impl FnOnce(&mut KernelCall<'_>) -> R,
+) -> Result<R, Error> {
     if ctx.is_null() {
         return Err(Error::new(Status::NullHandle, origin, "argument `ctx` is NULL"));
     }
@@ -116,8 +120,9 @@ pub extern "C" fn ta_kernel_submit(
             let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
                 let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
-                let m = Mode::from_u32(a.mode)
-                    .ok_or_else(|| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
+                let m = Mode::from_u32(a.mode).ok_or_else(|| {
+                    Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
+                })?;
                 operands.push((t, m));
             }
             let name = if name.is_null() {

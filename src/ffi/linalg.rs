@@ -25,7 +25,12 @@ fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
     }
 }
 
-fn three(c: *const ta_tensor, a: *const ta_tensor, b: *const ta_tensor, origin: &'static str) -> Result<(Tensor, Tensor, Tensor), Error> {
+fn three(
+    c: *const ta_tensor,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    origin: &'static str,
+) -> Result<(Tensor, Tensor, Tensor), Error> {
     Ok((tensor_arg(c, origin, "c")?, tensor_arg(a, origin, "a")?, tensor_arg(b, origin, "b")?))
 }
 

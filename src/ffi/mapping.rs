@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use super::handles::{self, Kind, Object};
 use super::tensor::timeout_arg;
-use super::{guard, make_handle, need, put, raw, tensor_arg, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view};
+use super::{
+    guard, make_handle, need, put, raw, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
+    tensor_arg,
+};
 use crate::error::{Error, Status};
 use crate::queue::Mode;
 use crate::runtime::{GrantedView, HostAccess};

@@ -24,11 +24,11 @@ mod linalg;
 mod observe;
 mod ops;
 // Readiness, host access, deferred completion, DLPack (one block for easy merges).
-mod ready;
+mod dlpack;
 mod mapping;
+mod ready;
 mod token;
 mod wrap;
-mod dlpack;
 pub use dlpack::*;
 mod runtime;
 mod tensor;
@@ -52,7 +52,11 @@ thread_local! {
 /// generic over the body anyway): out of line, the call and the body's
 /// closure cost about 20 instructions per call (callgrind, ta_kernel_submit).
 #[inline(always)]
-pub(crate) fn guard(origin: &'static str, error_out: *mut *mut ta_error, f: impl FnOnce() -> Result<(), Error>) -> ta_status {
+pub(crate) fn guard(
+    origin: &'static str,
+    error_out: *mut *mut ta_error,
+    f: impl FnOnce() -> Result<(), Error>,
+) -> ta_status {
     let r = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => Err(Error::new(Status::Panic, origin, crate::runtime::exec::panic_message(&p))),
@@ -117,7 +121,12 @@ macro_rules! handle_in {
         /// while it holds the result).
         // Inlined: it is on every submission's path (its error arms are cold).
         #[inline(always)]
-        pub(crate) fn $fn<'b>(b: &'b handles::Borrows, h: *const $cty, origin: &'static str, what: &str) -> Result<&'b $rty, Error> {
+        pub(crate) fn $fn<'b>(
+            b: &'b handles::Borrows,
+            h: *const $cty,
+            origin: &'static str,
+            what: &str,
+        ) -> Result<&'b $rty, Error> {
             match b.get(raw(h), Kind::$kind) {
                 Ok(Object::$kind(x)) => Ok(x),
                 Ok(_) => Err(arg_error(Status::Internal, origin, what)),

@@ -104,7 +104,11 @@ const TRACE_OPTIONS_V1: usize = std::mem::size_of::<ta_trace_options>();
 /// freed (the default runtime's at process exit), later runtimes' to
 /// `path` with `.rt<id>` inserted before the extension.
 #[no_mangle]
-pub extern "C" fn ta_runtime_trace_start(runtime: *const ta_runtime, options: *const ta_trace_options, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_trace_start(
+    runtime: *const ta_runtime,
+    options: *const ta_trace_options,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const ORIGIN: &str = "ta_runtime_trace_start";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
@@ -114,12 +118,20 @@ pub extern "C" fn ta_runtime_trace_start(runtime: *const ta_runtime, options: *c
             // struct_size field, and to struct_size bytes (checked below).
             let size = unsafe { (*options).struct_size } as usize;
             if size < TRACE_OPTIONS_V1 {
-                return Err(Error::new(Status::InvalidArgument, ORIGIN, format!("options->struct_size is {size}, less than sizeof(ta_trace_options) ({TRACE_OPTIONS_V1})")));
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    ORIGIN,
+                    format!("options->struct_size is {size}, less than sizeof(ta_trace_options) ({TRACE_OPTIONS_V1})"),
+                ));
             }
             // SAFETY: as above; the first version's fields are covered.
             let o = unsafe { *options };
             if o.flags != 0 {
-                return Err(Error::new(Status::InvalidArgument, ORIGIN, format!("options->flags is {}; no flags are defined, it must be 0", o.flags)));
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    ORIGIN,
+                    format!("options->flags is {}; no flags are defined, it must be 0", o.flags),
+                ));
             }
             if o.capacity != 0 {
                 capacity = o.capacity;
@@ -139,7 +151,11 @@ pub extern "C" fn ta_runtime_trace_start(runtime: *const ta_runtime, options: *c
 /// TA_STATUS_INTERNAL (message: the system's reason) if the file cannot be
 /// written.
 #[no_mangle]
-pub extern "C" fn ta_runtime_trace_stop(runtime: *const ta_runtime, path: *const c_char, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_trace_stop(
+    runtime: *const ta_runtime,
+    path: *const c_char,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const ORIGIN: &str = "ta_runtime_trace_stop";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
@@ -148,11 +164,17 @@ pub extern "C" fn ta_runtime_trace_stop(runtime: *const ta_runtime, path: *const
         } else {
             // SAFETY: a non-NULL path is a NUL-terminated string (C contract).
             let s = unsafe { CStr::from_ptr(path) };
-            Some(s.to_str().map_err(|_| Error::new(Status::InvalidArgument, ORIGIN, "path is not valid UTF-8"))?.to_string())
+            Some(
+                s.to_str()
+                    .map_err(|_| Error::new(Status::InvalidArgument, ORIGIN, "path is not valid UTF-8"))?
+                    .to_string(),
+            )
         };
-        let json = observe::trace_stop(rt.id()).ok_or_else(|| Error::new(Status::InvalidArgument, ORIGIN, "the runtime is not recording a trace"))?;
+        let json = observe::trace_stop(rt.id())
+            .ok_or_else(|| Error::new(Status::InvalidArgument, ORIGIN, "the runtime is not recording a trace"))?;
         if let Some(p) = path {
-            std::fs::write(&p, json).map_err(|e| Error::new(Status::Internal, ORIGIN, format!("cannot write the trace to {p}: {e}")))?;
+            std::fs::write(&p, json)
+                .map_err(|e| Error::new(Status::Internal, ORIGIN, format!("cannot write the trace to {p}: {e}")))?;
         }
         Ok(())
     })
@@ -177,7 +199,11 @@ fn dump_format(format: u32, origin: &'static str) -> Result<DumpFormat, Error> {
     match format {
         TA_DUMP_TEXT => Ok(DumpFormat::Text),
         TA_DUMP_DOT => Ok(DumpFormat::Dot),
-        f => Err(Error::new(Status::InvalidArgument, origin, format!("unknown dump format {f} (TA_DUMP_TEXT or TA_DUMP_DOT)"))),
+        f => Err(Error::new(
+            Status::InvalidArgument,
+            origin,
+            format!("unknown dump format {f} (TA_DUMP_TEXT or TA_DUMP_DOT)"),
+        )),
     }
 }
 
@@ -198,7 +224,12 @@ fn dump_format(format: u32, origin: &'static str) -> Result<DumpFormat, Error> {
 /// signal (the report is made by a thread of the library, not in the signal
 /// handler).
 #[no_mangle]
-pub extern "C" fn ta_runtime_dump(runtime: *const ta_runtime, format: u32, fd: i32, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_dump(
+    runtime: *const ta_runtime,
+    format: u32,
+    fd: i32,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const ORIGIN: &str = "ta_runtime_dump";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
@@ -227,7 +258,14 @@ pub extern "C" fn ta_runtime_dump(runtime: *const ta_runtime, format: u32, fd: i
 /// status is TA_STATUS_BUFFER_TOO_SMALL: call again with a larger buffer
 /// (the report may have grown meanwhile). `buf` may be NULL when `cap` is 0.
 #[no_mangle]
-pub extern "C" fn ta_runtime_dump_string(runtime: *const ta_runtime, format: u32, buf: *mut c_char, cap: usize, len_out: *mut usize, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_dump_string(
+    runtime: *const ta_runtime,
+    format: u32,
+    buf: *mut c_char,
+    cap: usize,
+    len_out: *mut usize,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const ORIGIN: &str = "ta_runtime_dump_string";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
@@ -247,7 +285,11 @@ pub extern "C" fn ta_runtime_dump_string(runtime: *const ta_runtime, format: u32
         }
         put(len_out, bytes.len());
         if cap <= bytes.len() {
-            return Err(Error::new(Status::BufferTooSmall, ORIGIN, format!("the report is {} bytes long and the buffer holds {cap} with its NUL", bytes.len())));
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                ORIGIN,
+                format!("the report is {} bytes long and the buffer holds {cap} with its NUL", bytes.len()),
+            ));
         }
         Ok(())
     })
@@ -267,7 +309,11 @@ pub extern "C" fn ta_runtime_stats(runtime: *const ta_runtime, stats_out: *mut t
         // SAFETY: non-NULL, and the caller's struct starts with struct_size.
         let size = unsafe { (*stats_out).struct_size } as usize;
         if size < STATS_V1 {
-            return Err(Error::new(Status::InvalidArgument, ORIGIN, format!("stats_out->struct_size is {size}, less than sizeof(ta_stats) ({STATS_V1})")));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                ORIGIN,
+                format!("stats_out->struct_size is {size}, less than sizeof(ta_stats) ({STATS_V1})"),
+            ));
         }
         let s = rt.inner().stats();
         let out = ta_stats {
@@ -296,7 +342,12 @@ pub extern "C" fn ta_runtime_stats(runtime: *const ta_runtime, stats_out: *mut t
 /// workers; `*count_out` receives the number of workers. `busy_out` may be
 /// NULL when `cap` is 0 (to ask for the count).
 #[no_mangle]
-pub extern "C" fn ta_runtime_worker_busy_ns(runtime: *const ta_runtime, busy_out: *mut u64, cap: usize, count_out: *mut usize) -> ta_status {
+pub extern "C" fn ta_runtime_worker_busy_ns(
+    runtime: *const ta_runtime,
+    busy_out: *mut u64,
+    cap: usize,
+    count_out: *mut usize,
+) -> ta_status {
     const ORIGIN: &str = "ta_runtime_worker_busy_ns";
     guard(ORIGIN, std::ptr::null_mut(), || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;

@@ -65,8 +65,9 @@ impl<R: RuntimeRef> Opts<R> {
         let o = unsafe { *opts };
         let runtime = if o.runtime.is_null() { None } else { Some(lookup(o.runtime, origin, "opts.runtime")?) };
         let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
-        let selector = Selector::from_mask(o.backends)
-            .ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends)))?;
+        let selector = Selector::from_mask(o.backends).ok_or_else(|| {
+            Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends))
+        })?;
         let callback = o.callback.map(|f| {
             let ud = SendPtr(o.callback_userdata);
             Box::new(move |r: &crate::Result<()>| {
@@ -311,7 +312,9 @@ pub extern "C" fn ta_axpy(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_axpy";
-    guard(O, error, || submit_on(O, [(y, "y"), (x, "x")], opts, event_out, |[ty, tx], s| ops::axpy(ty, scalar(alpha), tx, s)))
+    guard(O, error, || {
+        submit_on(O, [(y, "y"), (x, "x")], opts, event_out, |[ty, tx], s| ops::axpy(ty, scalar(alpha), tx, s))
+    })
 }
 
 /// `dst = src` element by element, for any strides of either. Constructs an

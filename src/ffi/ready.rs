@@ -1,7 +1,7 @@
 //! Readiness events for tensors.
 
 use super::handles::Object;
-use super::{guard, make_handle, need, put, tensor_arg, ta_error, ta_event, ta_status, ta_tensor};
+use super::{guard, make_handle, need, put, ta_error, ta_event, ta_status, ta_tensor, tensor_arg};
 
 /// A new event that completes once every operation enrolled on `tensor` so
 /// far (for a view, on the elements it touches; for a block view, on each of
@@ -11,7 +11,11 @@ use super::{guard, make_handle, need, put, tensor_arg, ta_error, ta_event, ta_st
 /// that error object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted
 /// after this call are not waited for. Free the event with `ta_event_free`.
 #[no_mangle]
-pub extern "C" fn ta_tensor_ready(tensor: *const ta_tensor, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_ready(
+    tensor: *const ta_tensor,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_ready";
     guard(O, error, || {
         need(event_out, O, "event_out")?;

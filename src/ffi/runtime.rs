@@ -9,7 +9,11 @@ use crate::runtime::{Runtime, ShutdownMode};
 /// Create a runtime with `threads` worker threads (0: one per available core).
 /// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
 #[no_mangle]
-pub extern "C" fn ta_runtime_new(threads: usize, runtime_out: *mut *mut ta_runtime, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_new(
+    threads: usize,
+    runtime_out: *mut *mut ta_runtime,
+    error: *mut *mut ta_error,
+) -> ta_status {
     guard("ta_runtime_new", error, || {
         need(runtime_out, "ta_runtime_new", "runtime_out")?;
         let rt = Runtime::new(threads)?;
@@ -50,13 +54,23 @@ pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *m
 /// from one of the runtime's own workers. Shutting down a runtime that is
 /// already shut down returns `TA_STATUS_OK` at once.
 #[no_mangle]
-pub extern "C" fn ta_runtime_shutdown(runtime: *const ta_runtime, mode: ta_shutdown, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_shutdown(
+    runtime: *const ta_runtime,
+    mode: ta_shutdown,
+    error: *mut *mut ta_error,
+) -> ta_status {
     guard("ta_runtime_shutdown", error, || {
         let rt = runtime_arg(runtime, "ta_runtime_shutdown", "runtime")?;
         let mode = match mode {
             TA_SHUTDOWN_DRAIN => ShutdownMode::Drain,
             TA_SHUTDOWN_CANCEL => ShutdownMode::Cancel,
-            m => return Err(Error::new(Status::InvalidArgument, "ta_runtime_shutdown", format!("unknown shutdown mode {m}"))),
+            m => {
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    "ta_runtime_shutdown",
+                    format!("unknown shutdown mode {m}"),
+                ))
+            }
         };
         rt.shutdown(mode)
     })
@@ -92,7 +106,11 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
 /// `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK` when
 /// called from one of the runtime's own workers.
 #[no_mangle]
-pub extern "C" fn ta_runtime_wait_idle(runtime: *const ta_runtime, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_runtime_wait_idle(
+    runtime: *const ta_runtime,
+    timeout_ns: i64,
+    error: *mut *mut ta_error,
+) -> ta_status {
     guard("ta_runtime_wait_idle", error, || {
         runtime_arg(runtime, "ta_runtime_wait_idle", "runtime")?.wait_idle(super::tensor::timeout_arg(timeout_ns))
     })

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 
 use super::handles::{Kind, Object};
-use super::{guard, make_handle, need, put, raw, tensor_arg, ta_error, ta_status, ta_tensor};
+use super::{guard, make_handle, need, put, raw, ta_error, ta_status, ta_tensor, tensor_arg};
 use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA_ORDER_ROW_MAJOR};
 use crate::domain::Domain;
 use crate::dtype::DType;
@@ -34,7 +34,11 @@ pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Erro
 /// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
 pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
     if rank > MAX_RANK {
-        return Err(Error::new(Status::InvalidArgument, origin, format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes")));
+        return Err(Error::new(
+            Status::InvalidArgument,
+            origin,
+            format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes"),
+        ));
     }
     list_arg(p, rank, origin, what)
 }
@@ -71,7 +75,12 @@ pub(crate) fn layout_arg(
 /// overwrite (`ta_copy_in`, `ta_copy`) constructs it; reading it before that
 /// fails with `TA_STATUS_UNCONSTRUCTED`.
 #[no_mangle]
-pub extern "C" fn ta_tensor_new(dtype: ta_dtype, domain: ta_domain, tensor_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_new(
+    dtype: ta_dtype,
+    domain: ta_domain,
+    tensor_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_new";
     guard(O, error, || {
         need(tensor_out, O, "tensor_out")?;
@@ -211,7 +220,9 @@ pub extern "C" fn ta_tensor_wrap_const(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_tensor_wrap_const";
-    guard(O, error, || wrap(O, dtype, rank, extents, strides, order, data as *mut c_void, false, release, release_userdata, tensor_out))
+    guard(O, error, || {
+        wrap(O, dtype, rank, extents, strides, order, data as *mut c_void, false, release, release_userdata, tensor_out)
+    })
 }
 
 /// A second handle to the same tensor value (same data, same epoch queue).
@@ -387,8 +398,14 @@ pub extern "C" fn ta_tensor_slice(
         let specs: Vec<crate::SliceSpec> = array_arg(slices, nslices, O, "slices")?
             .iter()
             .map(|s| {
-                let conv = |x: i64| isize::try_from(x).map_err(|_| Error::new(Status::OutOfRange, O, "index does not fit"));
-                Ok(crate::SliceSpec { start: conv(s.start)?, stop: conv(s.stop)?, step: conv(s.step)?, drop: s.drop != 0 })
+                let conv =
+                    |x: i64| isize::try_from(x).map_err(|_| Error::new(Status::OutOfRange, O, "index does not fit"));
+                Ok(crate::SliceSpec {
+                    start: conv(s.start)?,
+                    stop: conv(s.stop)?,
+                    step: conv(s.step)?,
+                    drop: s.drop != 0,
+                })
             })
             .collect::<Result<_, Error>>()?;
         make_view(O, tensor, view_out, |t| t.slice(&specs))
@@ -414,7 +431,11 @@ pub extern "C" fn ta_tensor_permute(
 
 /// A view with the axes in reverse order (the transpose of a matrix).
 #[no_mangle]
-pub extern "C" fn ta_tensor_transpose(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_transpose(
+    tensor: *const ta_tensor,
+    view_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_transpose";
     guard(O, error, || make_view(O, tensor, view_out, Tensor::transpose))
 }
@@ -423,7 +444,11 @@ pub extern "C" fn ta_tensor_transpose(tensor: *const ta_tensor, view_out: *mut *
 /// flag in `ta_view.conj`, and library operations honour it), the identity
 /// for real dtypes. Using it as an output fails with `TA_STATUS_READ_ONLY`.
 #[no_mangle]
-pub extern "C" fn ta_tensor_conj(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status {
+pub extern "C" fn ta_tensor_conj(
+    tensor: *const ta_tensor,
+    view_out: *mut *mut ta_tensor,
+    error: *mut *mut ta_error,
+) -> ta_status {
     const O: &str = "ta_tensor_conj";
     guard(O, error, || make_view(O, tensor, view_out, Tensor::conj))
 }

@@ -80,7 +80,9 @@ pub extern "C" fn ta_external_submit(
             let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
                 let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
-                let m = mode_arg(a.mode, O).map_err(|_| Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode)))?;
+                let m = mode_arg(a.mode, O).map_err(|_| {
+                    Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
+                })?;
                 operands.push((t, m));
             }
             let name = if name.is_null() {
@@ -114,7 +116,12 @@ pub extern "C" fn ta_external_submit(
 /// `TA_STATUS_BUFFER_TOO_SMALL` (with `*count_out` set) if `cap` is too
 /// small; the failure's status if the operation failed before it started.
 #[no_mangle]
-pub extern "C" fn ta_token_views(token: *const ta_token, views_out: *mut ta_view, cap: usize, count_out: *mut usize) -> ta_status {
+pub extern "C" fn ta_token_views(
+    token: *const ta_token,
+    views_out: *mut ta_view,
+    cap: usize,
+    count_out: *mut usize,
+) -> ta_status {
     const O: &str = "ta_token_views";
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;
@@ -122,7 +129,11 @@ pub extern "C" fn ta_token_views(token: *const ta_token, views_out: *mut ta_view
         let views = t.views(O)?;
         if cap < views.len() {
             put(count_out, views.len());
-            return Err(Error::new(Status::BufferTooSmall, O, format!("the operation has {} accesses, the buffer holds {cap}", views.len())));
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                O,
+                format!("the operation has {} accesses, the buffer holds {cap}", views.len()),
+            ));
         }
         if !views.is_empty() {
             need(views_out, O, "views_out")?;

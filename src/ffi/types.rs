@@ -309,7 +309,12 @@ pub struct ta_completion {
 /// fails the operation, poisons every operand it writes, and is kept as the
 /// error's code (the status is `TA_STATUS_KERNEL_FAILED`).
 pub type ta_kernel_fn = Option<
-    unsafe extern "C" fn(views: *const ta_view, nviews: usize, userdata: *mut c_void, ctx: *mut ta_kernel_ctx) -> ta_status,
+    unsafe extern "C" fn(
+        views: *const ta_view,
+        nviews: usize,
+        userdata: *mut c_void,
+        ctx: *mut ta_kernel_ctx,
+    ) -> ta_status,
 >;
 
 /// A piece of a parallel loop: handles items `[begin, end)`.

@@ -4,7 +4,9 @@ use std::ffi::c_void;
 
 use super::handles::Object;
 use super::tensor::{dtype_arg, layout_arg, order_arg};
-use super::{cq_arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor};
+use super::{
+    cq_arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor,
+};
 use crate::error::{Error, Status};
 use crate::runtime::CompletionEntry;
 use crate::storage::ReleaseFn;
@@ -71,7 +73,14 @@ pub extern "C" fn ta_tensor_wrap_ex(
             // field is read first, and the rest only if it is large enough.
             let size = unsafe { (*options).struct_size } as usize;
             if size < std::mem::size_of::<ta_wrap_options>() {
-                return Err(Error::new(Status::InvalidArgument, O, format!("options.struct_size is {size}, expected at least {}", std::mem::size_of::<ta_wrap_options>())));
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    O,
+                    format!(
+                        "options.struct_size is {size}, expected at least {}",
+                        std::mem::size_of::<ta_wrap_options>()
+                    ),
+                ));
             }
             // SAFETY: see above.
             Some(unsafe { *options })

@@ -56,7 +56,8 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     let extents = src.extents.clone();
     let dtype = dst.dtype();
     let domain = dst.domain();
-    let body = Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
+    let body =
+        Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
         match l.layout(0) {
             None => l.construct(0, Value::alloc_contents(dtype, &extents, Order::RowMajor, domain, ORIGIN)?),
@@ -100,7 +101,10 @@ pub unsafe fn copy_out(
         return Err(Error::new(
             Status::BufferTooSmall,
             ORIGIN,
-            format!("a buffer of {capacity} elements cannot hold shape {:?} with strides {:?}", extents, layout.strides),
+            format!(
+                "a buffer of {capacity} elements cannot hold shape {:?} with strides {:?}",
+                extents, layout.strides
+            ),
         ));
     }
     if !layout.is_non_overlapping() {
@@ -122,7 +126,11 @@ fn check_host_buffer(ptr: *const u8, l: &Layout, t: &Tensor, origin: &'static st
         return Err(Error::new(Status::NullPointer, origin, "host pointer is NULL"));
     }
     if (ptr as usize) % t.dtype().align() != 0 {
-        return Err(Error::new(Status::InvalidArgument, origin, format!("host pointer is not aligned for {}", t.dtype().name())));
+        return Err(Error::new(
+            Status::InvalidArgument,
+            origin,
+            format!("host pointer is not aligned for {}", t.dtype().name()),
+        ));
     }
     // Element offsets must stay representable as byte offsets from `ptr`;
     // negative strides (memory below `ptr`) are the caller's to provide.

@@ -70,7 +70,11 @@ impl<'a> KernelCall<'a> {
 
     pub(crate) fn defer_inner(&mut self) -> Result<std::sync::Arc<crate::runtime::deferred::TokenInner>> {
         if self.deferred.is_some() {
-            return Err(Error::new(Status::InvalidArgument, "ta_kernel_defer", "the kernel has deferred its completion already"));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                "ta_kernel_defer",
+                "the kernel has deferred its completion already",
+            ));
         }
         let t = crate::runtime::deferred::TokenInner::new();
         self.deferred = Some(t.clone());
@@ -99,7 +103,12 @@ pub(crate) fn parallel_for(range: Range<usize>, grain: usize, f: &(dyn Fn(Range<
     rayon::join(|| parallel_for(range.start..mid, grain, f), || parallel_for(mid..range.end, grain, f));
 }
 
-pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>], cx: &mut crate::dispatch::RunCtx) -> Result<()> {
+pub(crate) fn call(
+    k: &mut KernelFn,
+    name: &OpName,
+    views: &[ResolvedView<'_>],
+    cx: &mut crate::dispatch::RunCtx,
+) -> Result<()> {
     let mut call = KernelCall { views, message: None, deferred: None };
     let r = match k {
         KernelFn::Boxed(f) => f(&mut call),
@@ -110,10 +119,7 @@ pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>], 
         return Ok(());
     }
     r.map_err(|fail| {
-        let msg = call
-            .message
-            .or(fail.message)
-            .unwrap_or_else(|| format!("user kernel returned code {}", fail.code));
+        let msg = call.message.or(fail.message).unwrap_or_else(|| format!("user kernel returned code {}", fail.code));
         Error::with_code(Status::KernelFailed, name.to_origin(), msg, fail.code)
     })
 }
@@ -123,7 +129,11 @@ pub(crate) fn call(k: &mut KernelFn, name: &OpName, views: &[ResolvedView<'_>], 
 /// event completes (with the error instead, if an input it reads is
 /// poisoned), and the operation completes when the token is finished. The
 /// same rules as [`kernel`] apply to the operands.
-pub fn external(name: impl Into<OpName>, operands: &[(&Tensor, Mode)], opts: Submit<'_>) -> Result<(crate::runtime::Token, Option<Event>)> {
+pub fn external(
+    name: impl Into<OpName>,
+    operands: &[(&Tensor, Mode)],
+    opts: Submit<'_>,
+) -> Result<(crate::runtime::Token, Option<Event>)> {
     let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
     Ok((crate::runtime::Token::from_inner(t), ev))
 }

@@ -106,7 +106,14 @@ fn extents_of(l: &Locked<'_>, i: usize) -> Extents {
 /// storage, and never for wrapped user memory). `scalar_fits`: the kernel
 /// writes a 0-d result into any one-element output, so wrapped user memory
 /// of one element takes it in place.
-fn prepare_output(l: &mut Locked<'_>, i: usize, dtype: DType, want: &[usize], scalar_fits: bool, origin: &'static str) -> Result<()> {
+fn prepare_output(
+    l: &mut Locked<'_>,
+    i: usize,
+    dtype: DType,
+    want: &[usize],
+    scalar_fits: bool,
+    origin: &'static str,
+) -> Result<()> {
     let domain = l.domain(i);
     match l.layout(i).map(|x| x.extents.clone()) {
         Some(have) if have.as_slice() == want => Ok(()),
@@ -160,7 +167,11 @@ fn check_float(dtype: DType, origin: &'static str) -> Result<()> {
     if dtype.is_float() {
         Ok(())
     } else {
-        Err(Error::new(Status::Unsupported, origin, format!("{origin} needs a float or complex dtype, not {}", dtype.name())))
+        Err(Error::new(
+            Status::Unsupported,
+            origin,
+            format!("{origin} needs a float or complex dtype, not {}", dtype.name()),
+        ))
     }
 }
 
@@ -201,12 +212,24 @@ fn gemm_like<'a>(
 /// `C = alpha·A·B`, an overwrite: constructs an unconstructed `C`, and
 /// replaces the storage of a whole `C` of another shape (not while it has
 /// views). Transposed and conj views of `A` and `B` are honoured without copies.
-pub fn assign_product<'a>(c: &'a Tensor, alpha: impl Into<ScalarArg<'a>>, a: &'a Tensor, b: &'a Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn assign_product<'a>(
+    c: &'a Tensor,
+    alpha: impl Into<ScalarArg<'a>>,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
     gemm_like("assign_product", c, alpha.into(), a, b, None, opts)
 }
 
 /// `C = alpha·A·B + C`: `C` must exist with the product's shape.
-pub fn add_product<'a>(c: &'a Tensor, alpha: impl Into<ScalarArg<'a>>, a: &'a Tensor, b: &'a Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn add_product<'a>(
+    c: &'a Tensor,
+    alpha: impl Into<ScalarArg<'a>>,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
     gemm_like("add_product", c, alpha.into(), a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
 }
 
@@ -278,7 +301,11 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
         let se = extents_of(l, 1);
         let mut seen = vec![false; se.len()];
         if perm.len() != se.len() || perm.iter().any(|&p| p >= se.len() || std::mem::replace(&mut seen[p], true)) {
-            return Err(Error::new(Status::InvalidArgument, O, format!("{perm:?} is not a permutation of the {} axes of {se:?}", se.len())));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                O,
+                format!("{perm:?} is not a permutation of the {} axes of {se:?}", se.len()),
+            ));
         }
         let want: Vec<usize> = perm.iter().map(|&p| se[p]).collect();
         prepare_output(l, 0, dtype, &want, false, O)
@@ -308,7 +335,15 @@ fn reduction_dtype(x: DType, real: bool) -> DType {
     }
 }
 
-fn reduction(origin: &'static str, out: &Tensor, inputs: &[&Tensor], op: NativeOp, axes: Option<&[usize]>, real: bool, opts: Submit<'_>) -> Result<Option<Event>> {
+fn reduction(
+    origin: &'static str,
+    out: &Tensor,
+    inputs: &[&Tensor],
+    op: NativeOp,
+    axes: Option<&[usize]>,
+    real: bool,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
     same_dtype_and_domain(origin, inputs)?;
     let x = inputs[0];
     check_float(x.dtype(), origin)?;
@@ -317,7 +352,12 @@ fn reduction(origin: &'static str, out: &Tensor, inputs: &[&Tensor], op: NativeO
         return Err(Error::new(
             Status::DtypeMismatch,
             origin,
-            format!("{origin} of {} writes {}, the output is {}", x.dtype().name(), want_dtype.name(), out.dtype().name()),
+            format!(
+                "{origin} of {} writes {}, the output is {}",
+                x.dtype().name(),
+                want_dtype.name(),
+                out.dtype().name()
+            ),
         ));
     }
     if out.domain() != x.domain() {
@@ -377,7 +417,11 @@ pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> 
     submit(O, O, &[(a, Mode::Update)], body, opts, |l| {
         let e = extents_of(l, 0);
         if e.len() != 2 || e[0] != e[1] {
-            return Err(Error::new(Status::ShapeMismatch, O, format!("potrf needs a square matrix, not extents {e:?}")));
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                O,
+                format!("potrf needs a square matrix, not extents {e:?}"),
+            ));
         }
         Ok(())
     })
@@ -387,7 +431,15 @@ pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> 
 /// `X` overwriting `B`. `A` is triangular as given (`uplo` describes the
 /// matrix the handle shows, so a transposed view of a lower `L` is `Upper`);
 /// `unit_diag` treats its diagonal as ones.
-pub fn trsm(b: &Tensor, left: bool, uplo: Uplo, unit_diag: bool, alpha: Scalar, a: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn trsm(
+    b: &Tensor,
+    left: bool,
+    uplo: Uplo,
+    unit_diag: bool,
+    alpha: Scalar,
+    a: &Tensor,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
     const O: &str = "trsm";
     same_dtype_and_domain(O, &[b, a])?;
     check_float(b.dtype(), O)?;
@@ -401,7 +453,10 @@ pub fn trsm(b: &Tensor, left: bool, uplo: Uplo, unit_diag: bool, alpha: Scalar, 
             return Err(Error::new(
                 Status::ShapeMismatch,
                 O,
-                format!("trsm: A is {ea:?} and B is {eb:?}; A must be square and match B's {} extent", if left { "row" } else { "column" }),
+                format!(
+                    "trsm: A is {ea:?} and B is {eb:?}; A must be square and match B's {} extent",
+                    if left { "row" } else { "column" }
+                ),
             ));
         }
         Ok(())
@@ -410,7 +465,14 @@ pub fn trsm(b: &Tensor, left: bool, uplo: Uplo, unit_diag: bool, alpha: Scalar, 
 
 /// Symmetric (Hermitian) rank-k update of one triangle: `C = alpha·A·A^H +
 /// beta·C` (`beta` `None`: `C`'s old values are not read).
-pub fn syrk(c: &Tensor, uplo: Uplo, alpha: Scalar, a: &Tensor, beta: Option<Scalar>, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn syrk(
+    c: &Tensor,
+    uplo: Uplo,
+    alpha: Scalar,
+    a: &Tensor,
+    beta: Option<Scalar>,
+    opts: Submit<'_>,
+) -> Result<Option<Event>> {
     const O: &str = "syrk";
     same_dtype_and_domain(O, &[c, a])?;
     check_float(c.dtype(), O)?;
@@ -418,7 +480,11 @@ pub fn syrk(c: &Tensor, uplo: Uplo, alpha: Scalar, a: &Tensor, beta: Option<Scal
         let Some(s) = s else { continue };
         s.check_for(c.dtype(), O)?;
         if s.im != 0.0 {
-            return Err(Error::new(Status::InvalidArgument, O, format!("{what} must be real (a Hermitian update), not {} + {}i", s.re, s.im)));
+            return Err(Error::new(
+                Status::InvalidArgument,
+                O,
+                format!("{what} must be real (a Hermitian update), not {} + {}i", s.re, s.im),
+            ));
         }
     }
     let op = NativeOp::Syrk { lower: uplo == Uplo::Lower, alpha, beta };
@@ -427,7 +493,11 @@ pub fn syrk(c: &Tensor, uplo: Uplo, alpha: Scalar, a: &Tensor, beta: Option<Scal
     submit(O, O, &[(c, Mode::Update), (a, Mode::Read)], body, opts, |l| {
         let (ec, ea) = (extents_of(l, 0), extents_of(l, 1));
         if ec.len() != 2 || ea.len() != 2 || ec[0] != ec[1] || ec[0] != ea[0] {
-            return Err(Error::new(Status::ShapeMismatch, O, format!("syrk: C is {ec:?} and A is {ea:?}; C must be square with A's row count")));
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                O,
+                format!("syrk: C is {ec:?} and A is {ea:?}; C must be square with A's row count"),
+            ));
         }
         Ok(())
     })

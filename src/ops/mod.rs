@@ -29,9 +29,11 @@ use crate::value::{Repr, Tensor, Value};
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
-pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
 pub(crate) use kernel::external_inner;
-pub use linalg::{add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo};
+pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use linalg::{
+    add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
+};
 pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
 

@@ -11,7 +11,10 @@ pub enum OpName {
     Static(&'static str),
     Shared(Arc<str>),
     /// Bytes the submitter keeps valid until the operation completes.
-    Borrowed { ptr: *const u8, len: usize },
+    Borrowed {
+        ptr: *const u8,
+        len: usize,
+    },
 }
 
 // SAFETY: a Borrowed name is only read while its operation is pending or

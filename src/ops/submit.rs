@@ -10,10 +10,10 @@ use smallvec::SmallVec;
 
 use super::{Access, Body, Operation};
 use crate::dispatch::Selector;
-use crate::first_and_rest::FirstAndRest;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::failpoint::{self, Site};
+use crate::first_and_rest::FirstAndRest;
 use crate::queue::Mode;
 use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
@@ -118,7 +118,11 @@ impl Locked<'_> {
     /// a block of a block array (its storage is part of the array's).
     pub(crate) fn replace_contents(&mut self, i: usize, fresh: Arc<Contents>, origin: &'static str) -> Result<()> {
         if self.operands[i].0.root().fixed() {
-            return Err(Error::new(Status::ShapeMismatch, origin, "a block of a block array cannot take another shape"));
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                origin,
+                "a block of a block array cannot take another shape",
+            ));
         }
         let state = self.state(i);
         let old = state.contents.replace(fresh).expect("replace_contents needs constructed contents");
@@ -184,7 +188,11 @@ pub(crate) fn submit(
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
         if m.writes() && t.is_read_only() {
-            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only()) { "a read-only view (conj)" } else { "read-only" };
+            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only()) {
+                "a read-only view (conj)"
+            } else {
+                "read-only"
+            };
             return Err(Error::new(Status::ReadOnly, origin, format!("the output is {what}")));
         }
     }
@@ -243,7 +251,11 @@ pub(crate) fn submit(
 fn unconstructed_input(locked: &Locked<'_>, operands: &[(&Tensor, Mode)], origin: &'static str) -> Result<()> {
     for (i, (_, m)) in operands.iter().enumerate() {
         if m.reads() && locked.layout(i).is_none() {
-            return Err(Error::new(Status::Unconstructed, origin, format!("operand {i} is unconstructed and this operation reads it")));
+            return Err(Error::new(
+                Status::Unconstructed,
+                origin,
+                format!("operand {i} is unconstructed and this operation reads it"),
+            ));
         }
     }
     Ok(())
@@ -308,19 +320,21 @@ fn enroll(
     // Reading an unconstructed operand is refused with its own status even
     // where the plan failed first on its missing shape (checked only on the
     // plan's error path, so an accepted submission pays nothing for it).
-    let checked = plan(&mut locked).map_err(|e| unconstructed_input(&locked, operands, origin).err().unwrap_or(e)).and_then(|()| {
-        for (i, (_, m)) in operands.iter().enumerate() {
-            if locked.layout(i).is_none() {
-                let what = if m.reads() { "reads" } else { "writes" };
-                return Err(Error::new(
-                    Status::Unconstructed,
-                    origin,
-                    format!("operand {i} is unconstructed and this operation {what} it"),
-                ));
+    let checked = plan(&mut locked)
+        .map_err(|e| unconstructed_input(&locked, operands, origin).err().unwrap_or(e))
+        .and_then(|()| {
+            for (i, (_, m)) in operands.iter().enumerate() {
+                if locked.layout(i).is_none() {
+                    let what = if m.reads() { "reads" } else { "writes" };
+                    return Err(Error::new(
+                        Status::Unconstructed,
+                        origin,
+                        format!("operand {i} is unconstructed and this operation {what} it"),
+                    ));
+                }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        });
     if let Err(e) = checked {
         locked.undo();
         drop(locked);
@@ -362,7 +376,12 @@ fn enroll(
         if let Some(t) = task.trace() {
             t.at_value(h.value, h.mode);
         }
-        locked.guards.get_mut(g).expect("every record's lock is taken").queue.enroll(&task, h.mode, h.region, stamp, on_device);
+        locked
+            .guards
+            .get_mut(g)
+            .expect("every record's lock is taken")
+            .queue
+            .enroll(&task, h.mode, h.region, stamp, on_device);
         if let Some(tr) = trace.as_deref_mut() {
             tr.push((Arc::as_ptr(h.value) as usize, stamp));
         }

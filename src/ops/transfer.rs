@@ -15,7 +15,12 @@ use crate::value::Tensor;
 
 /// `inputs`, each in `domain`: the input itself, or (with `opts.transfer`) a
 /// temporary copy of it there.
-pub(crate) fn inputs_in(origin: &'static str, domain: Domain, inputs: &[&Tensor], opts: &Submit<'_>) -> Result<SmallVec<[Tensor; 2]>> {
+pub(crate) fn inputs_in(
+    origin: &'static str,
+    domain: Domain,
+    inputs: &[&Tensor],
+    opts: &Submit<'_>,
+) -> Result<SmallVec<[Tensor; 2]>> {
     let mut out = SmallVec::new();
     for &t in inputs {
         if t.domain() == domain {

@@ -119,7 +119,11 @@ impl TokenInner {
         }
         match &*self.state.lock() {
             State::Done { failure: Some(e), .. } => Err(e.clone()),
-            State::Done { cancelled: true, .. } => Err(Error::new(Status::Cancelled, origin, "the operation was cancelled before its accesses were granted")),
+            State::Done { cancelled: true, .. } => Err(Error::new(
+                Status::Cancelled,
+                origin,
+                "the operation was cancelled before its accesses were granted",
+            )),
             _ => Err(Error::new(Status::Pending, origin, "the accesses are not granted yet")),
         }
     }
@@ -146,7 +150,9 @@ impl TokenInner {
                 State::Done { failure: Some(_), .. } => return Finished::FailedBefore,
                 State::Done { .. } => return Finished::Twice,
                 State::Parked(_) => {
-                    let State::Parked(task) = std::mem::replace(&mut *s, State::Done { cancelled: false, failure: None }) else {
+                    let State::Parked(task) =
+                        std::mem::replace(&mut *s, State::Done { cancelled: false, failure: None })
+                    else {
                         unreachable!("matched above")
                     };
                     task
@@ -205,7 +211,11 @@ pub(crate) fn park(task: &Arc<Task>, token: &Arc<TokenInner>, views: Vec<Granted
     }
     drop(s);
     if cancelled {
-        token.started.complete(&Err(Error::new(Status::Cancelled, "deferred", "the runtime was shut down with cancel before the operation started")));
+        token.started.complete(&Err(Error::new(
+            Status::Cancelled,
+            "deferred",
+            "the runtime was shut down with cancel before the operation started",
+        )));
     } else {
         token.started.complete(&Ok(()));
     }
@@ -249,7 +259,13 @@ pub(crate) fn cancel_parked(rt: &RuntimeInner) {
             };
             task
         };
-        schedule_all(exec::conclude_parked(&task, Finish::Fail { status: Status::Cancelled as u32, message: Some("the runtime was shut down with cancel before the operation was finished".into()) }));
+        schedule_all(exec::conclude_parked(
+            &task,
+            Finish::Fail {
+                status: Status::Cancelled as u32,
+                message: Some("the runtime was shut down with cancel before the operation was finished".into()),
+            },
+        ));
     }
 }
 
@@ -293,7 +309,12 @@ impl Token {
 
 /// Finish `token` with a C-style status; the error for a token that a
 /// shutdown with cancel completed already.
-pub(crate) fn finish_status(token: &TokenInner, status: u32, message: Option<String>, origin: &'static str) -> Result<()> {
+pub(crate) fn finish_status(
+    token: &TokenInner,
+    status: u32,
+    message: Option<String>,
+    origin: &'static str,
+) -> Result<()> {
     let f = if status == Status::Ok as u32 { Finish::Ok } else { Finish::Fail { status, message } };
     match token.finish(f) {
         Finished::Now | Finished::FailedBefore => Ok(()),
@@ -309,7 +330,10 @@ pub(crate) fn finish_status(token: &TokenInner, status: u32, message: Option<Str
 impl Drop for Token {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            let _ = inner.finish(Finish::Fail { status: Status::Cancelled as u32, message: Some("the token was dropped without being finished".into()) });
+            let _ = inner.finish(Finish::Fail {
+                status: Status::Cancelled as u32,
+                message: Some("the token was dropped without being finished".into()),
+            });
         }
     }
 }
@@ -375,7 +399,12 @@ impl crate::value::Tensor {
         self.acquire_in("ta_tensor_acquire", mode, timeout)
     }
 
-    pub(crate) fn acquire_in(&self, origin: &'static str, mode: Mode, timeout: Option<std::time::Duration>) -> Result<HostAccess> {
+    pub(crate) fn acquire_in(
+        &self,
+        origin: &'static str,
+        mode: Mode,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<HostAccess> {
         if self.hazards().any(|(v, _)| exec::current_task_holds(v)) {
             return Err(Error::new(
                 Status::WouldDeadlock,
@@ -400,7 +429,12 @@ impl crate::value::Tensor {
     }
 
     pub(crate) fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
-        let (token, _) = crate::ops::external_inner(crate::ops::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;
+        let (token, _) = crate::ops::external_inner(
+            crate::ops::OpName::Static(origin),
+            origin,
+            &[(self, mode)],
+            Default::default(),
+        )?;
         Ok(HostAccess { token, seen: std::sync::atomic::AtomicBool::new(false) })
     }
 }

@@ -259,7 +259,11 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
         Job::Op(op) => {
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 failed_external = op.external().cloned();
-                Err(Error::new(Status::Cancelled, op.name.to_origin(), "the runtime was shut down with cancel before the operation ran"))
+                Err(Error::new(
+                    Status::Cancelled,
+                    op.name.to_origin(),
+                    "the runtime was shut down with cancel before the operation ran",
+                ))
             } else if let Some(token) = op.external() {
                 // An operation whose body runs elsewhere: granted unless an
                 // input it reads is poisoned.
@@ -329,9 +333,14 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: super::deferred::Finish) -> s
     let (result, commit) = match f {
         Finish::Ok => (Ok(()), true),
         Finish::Abandon => (Ok(()), false),
-        Finish::Fail { status, message } if status == Status::Cancelled as u32 => {
-            (Err(Error::new(Status::Cancelled, origin, message.unwrap_or_else(|| "the operation was cancelled by its token".into()))), true)
-        }
+        Finish::Fail { status, message } if status == Status::Cancelled as u32 => (
+            Err(Error::new(
+                Status::Cancelled,
+                origin,
+                message.unwrap_or_else(|| "the operation was cancelled by its token".into()),
+            )),
+            true,
+        ),
         Finish::Fail { status, message } => {
             let msg = message.unwrap_or_else(|| format!("the operation was finished with status {status}"));
             (Err(Error::with_code(Status::KernelFailed, origin, msg, status as i64)), true)
@@ -409,7 +418,8 @@ fn run_inline(ready: &mut super::task::ReadyList, waits_only: bool) {
     while i < ready.len() {
         // SAFETY: the tasks of `ready` were made ready by this thread and are
         // not scheduled yet, so this thread alone may look at their work.
-        let take = ready[i].runtime().is_none() && (!waits_only || matches!(unsafe { ready[i].running_work() }, Some(Work { job: Job::Barrier(..), .. })));
+        let take = ready[i].runtime().is_none()
+            && (!waits_only || matches!(unsafe { ready[i].running_work() }, Some(Work { job: Job::Barrier(..), .. })));
         if take {
             let t = ready.remove(i);
             ready.extend(execute(&t));

@@ -31,8 +31,8 @@ use loom::sync::mpsc;
 use super::exec;
 use super::task::Task;
 use super::Event;
-use crate::dtype::DType;
 use crate::domain::Domain;
+use crate::dtype::DType;
 use crate::error::Status;
 use crate::layout::Order;
 use crate::queue::{EpochQueue, Mode};
@@ -172,14 +172,20 @@ fn epoch_queue_model(name: &'static str, release_last: bool) {
                 let reader = |k: usize| k == 1 || k == 3;
                 for &k in &order[..me] {
                     if !(reader(k) && reader(i)) {
-                        bad.check(ran[k].load(StdOrdering::Relaxed) == 1, || format!("task {i} ran before task {k}, enrolled before it and conflicting"));
+                        bad.check(ran[k].load(StdOrdering::Relaxed) == 1, || {
+                            format!("task {i} ran before task {k}, enrolled before it and conflicting")
+                        });
                     }
                 }
                 ran[i].fetch_add(1, StdOrdering::Relaxed);
             }));
         }
         let mut threads = Vec::new();
-        for (i, mode) in [(0, (Mode::Update, Region::Full)), (1, (Mode::Read, Region::Full)), (2, (Mode::Write, Region::Span { lo: 1, hi: 1, exact: true }))] {
+        for (i, mode) in [
+            (0, (Mode::Update, Region::Full)),
+            (1, (Mode::Read, Region::Full)),
+            (2, (Mode::Write, Region::Span { lo: 1, hi: 1, exact: true })),
+        ] {
             let (q, tx, t, log, ran) = (q.clone(), tx.clone(), tasks[i].clone(), log.clone(), ran.clone());
             let release = (i == 2 && release_last).then(|| tasks[3].clone());
             threads.push(loom::thread::spawn(move || {
@@ -226,7 +232,14 @@ fn epoch_queue_model(name: &'static str, release_last: bool) {
 
 /// As [`submit`], recording the enrollment order in `log` under the
 /// queue's lock.
-fn submit_logged(q: &Queue, task: Arc<Task>, mode: Option<(Mode, Region)>, tx: &mpsc::Sender<Option<Arc<Task>>>, log: &Log, i: usize) {
+fn submit_logged(
+    q: &Queue,
+    task: Arc<Task>,
+    mode: Option<(Mode, Region)>,
+    tx: &mpsc::Sender<Option<Arc<Task>>>,
+    log: &Log,
+    i: usize,
+) {
     {
         let mut g = q.lock();
         let stamp = g.next_stamp();
@@ -270,7 +283,9 @@ fn loom_event_completion_and_callbacks() {
                 let status = r.err().map(|e| e.status());
                 let want = if failing_one { Some(Status::Unconstructed) } else { None };
                 bad.check(status == want, || format!("{seen}: outcome {status:?}, want {want:?}"));
-                bad.check(task.is_done(), || format!("{seen}: the event completed before its task released its accesses"));
+                bad.check(task.is_done(), || {
+                    format!("{seen}: the event completed before its task released its accesses")
+                });
             }
         };
         // Submitter 1: the writer, then the failing operation behind it

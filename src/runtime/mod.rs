@@ -25,11 +25,11 @@ pub(crate) mod cq;
 pub(crate) mod deferred;
 pub(crate) mod event;
 pub(crate) mod exec;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub(crate) mod observe;
 pub(crate) mod stats;
 pub(crate) mod task;
-#[cfg(all(test, loom))]
-mod loom_models;
 
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicIsize, AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -48,8 +48,8 @@ use crate::view::View;
 pub use cq::{CompletionEntry, CompletionQueue};
 pub use deferred::{GrantedView, HostAccess, Token};
 pub use event::{Callback, Event};
-pub(crate) use task::Task;
 pub(crate) use exec::Released;
+pub(crate) use task::Task;
 
 /// How [`Runtime::shutdown`] treats work that has not started.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -670,10 +670,18 @@ impl Runtime {
         const ORIGIN: &str = "runtime_wait_idle";
         let inner = self.inner();
         if inner.is_current_worker() {
-            return Err(Error::new(Status::WouldDeadlock, ORIGIN, "a runtime's own task cannot wait for the runtime to be idle"));
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                ORIGIN,
+                "a runtime's own task cannot wait for the runtime to be idle",
+            ));
         }
         poke();
-        let done = block_until(|| inner.outstanding.sum() == 0, |slice| inner.sleep_until_idle(slice.min(IDLE_RECHECK)), timeout);
+        let done = block_until(
+            || inner.outstanding.sum() == 0,
+            |slice| inner.sleep_until_idle(slice.min(IDLE_RECHECK)),
+            timeout,
+        );
         if done {
             Ok(())
         } else {

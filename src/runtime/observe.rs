@@ -156,7 +156,15 @@ impl Observer {
             }
         }
         let id = t.labels.len() as u32;
-        t.labels.push(format!("t{id} ({}{})", value.dtype().name(), if value.domain() == crate::domain::Domain::Host { String::new() } else { format!(", {:?}", value.domain()) }));
+        t.labels.push(format!(
+            "t{id} ({}{})",
+            value.dtype().name(),
+            if value.domain() == crate::domain::Domain::Host {
+                String::new()
+            } else {
+                format!(", {:?}", value.domain())
+            }
+        ));
         t.by_addr.insert(addr, (id, Arc::downgrade(value)));
         id
     }
@@ -306,7 +314,14 @@ impl TaskTrace {
                 status: result.as_ref().err().map_or(Status::Ok, |e| e.status()),
                 message: result.as_ref().err().map_or(String::new(), |e| e.message().to_string()),
                 parked_ns: Some(self.parked_ns.load(Ordering::Relaxed)).filter(|&p| p != 0),
-                device: (dev != u64::MAX).then(|| ((dev >> 32) as u32, dev as u32, self.issue_ns.load(Ordering::Relaxed), self.done_ns.load(Ordering::Relaxed))),
+                device: (dev != u64::MAX).then(|| {
+                    (
+                        (dev >> 32) as u32,
+                        dev as u32,
+                        self.issue_ns.load(Ordering::Relaxed),
+                        self.done_ns.load(Ordering::Relaxed),
+                    )
+                }),
             };
             if buf.records.len() >= buf.capacity {
                 buf.records.pop_front();
@@ -357,7 +372,6 @@ pub(crate) fn track(rt: &RuntimeInner, on: bool) {
         release_if_unwanted(&o);
     }
 }
-
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
@@ -412,11 +426,17 @@ fn device_tid(dev: u32, stream: u32) -> u64 {
 fn to_json(o: &Observer, b: &TraceBuf) -> String {
     let pid = o.rt_id;
     let mut ev: Vec<String> = Vec::new();
-    ev.push(format!(r#"{{"name":"process_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"tensorasync runtime {pid}"}}}}"#));
+    ev.push(format!(
+        r#"{{"name":"process_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"tensorasync runtime {pid}"}}}}"#
+    ));
     ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"other threads"}}}}"#));
     for w in 0..o.threads {
         ev.push(format!(r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{},"args":{{"name":"worker {w} (ta-rt{pid}-w{w})"}}}}"#, w + 1));
-        ev.push(format!(r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{},"args":{{"sort_index":{}}}}}"#, w + 1, w + 1));
+        ev.push(format!(
+            r#"{{"name":"thread_sort_index","ph":"M","pid":{pid},"tid":{},"args":{{"sort_index":{}}}}}"#,
+            w + 1,
+            w + 1
+        ));
     }
     let mut device_tracks = std::collections::BTreeSet::new();
     let mut deferred_track = false;
@@ -425,14 +445,23 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
     let mut flow = 0u64;
     for r in &b.records {
         // Ready: when the last predecessor released it (or at submission).
-        let ready = r.preds.iter().filter_map(|(p, _)| by_id.get(p).map(|q| release_ns(q, r))).fold(r.submit_ns, u64::max).min(r.start_ns.max(r.submit_ns));
+        let ready = r
+            .preds
+            .iter()
+            .filter_map(|(p, _)| by_id.get(p).map(|q| release_ns(q, r)))
+            .fold(r.submit_ns, u64::max)
+            .min(r.start_ns.max(r.submit_ns));
         let status = r.status.name();
         let outcome = match r.status {
             Status::Ok => "ok",
             Status::Cancelled => "cancelled",
             _ => "failed",
         };
-        let accesses: Vec<String> = r.accesses.iter().map(|(t, m)| format!(r#"{{"tensor":{t},"label":"{}","mode":"{}"}}"#, esc(&o.label(*t)), mode_name(*m))).collect();
+        let accesses: Vec<String> = r
+            .accesses
+            .iter()
+            .map(|(t, m)| format!(r#"{{"tensor":{t},"label":"{}","mode":"{}"}}"#, esc(&o.label(*t)), mode_name(*m)))
+            .collect();
         let preds: Vec<String> = r.preds.iter().map(|(p, t)| format!(r#"{{"op":{p},"tensor":{t}}}"#)).collect();
         // The host interval: up to the issue for device work, else to the end.
         let host_end = match (r.device, r.parked_ns) {
@@ -489,7 +518,11 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
                 _ => q.end_ns,
             }));
             ev.push(format!(r#"{{"name":"dep","cat":"dep","ph":"s","id":{flow},"pid":{pid},"tid":{},"ts":{},"args":{{"tensor":{t}}}}}"#, q.worker, us(from)));
-            ev.push(format!(r#"{{"name":"dep","cat":"dep","ph":"f","bp":"e","id":{flow},"pid":{pid},"tid":{},"ts":{}}}"#, r.worker, us(r.start_ns)));
+            ev.push(format!(
+                r#"{{"name":"dep","cat":"dep","ph":"f","bp":"e","id":{flow},"pid":{pid},"tid":{},"ts":{}}}"#,
+                r.worker,
+                us(r.start_ns)
+            ));
         }
     }
     if deferred_track {
@@ -561,7 +594,14 @@ fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> Stri
         .filter_map(|t| t.trace())
         .map(|tt| {
             let e = tt.enrolled.lock();
-            Item { id: tt.id, name: tt.name.clone(), submit: tt.submit_ns, start: tt.start_ns.load(Ordering::Relaxed), accesses: e.accesses.clone(), preds: e.preds.clone() }
+            Item {
+                id: tt.id,
+                name: tt.name.clone(),
+                submit: tt.submit_ns,
+                start: tt.start_ns.load(Ordering::Relaxed),
+                accesses: e.accesses.clone(),
+                preds: e.preds.clone(),
+            }
         })
         .collect();
     let names: HashMap<u64, (Arc<str>, bool)> = items.iter().map(|i| (i.id, (i.name.clone(), i.start != 0))).collect();
@@ -578,7 +618,8 @@ fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> Stri
     match format {
         DumpFormat::Text => {
             let all = pending.map_or(String::new(), |p| format!(", {p} pending in all"));
-            let _ = writeln!(out, "tensorasync runtime {}: {} unfinished operation(s) observed{all}", o.rt_id, items.len());
+            let _ =
+                writeln!(out, "tensorasync runtime {}: {} unfinished operation(s) observed{all}", o.rt_id, items.len());
             for i in &items {
                 let waits: Vec<&(u64, u32)> = i.preds.iter().filter(|(p, _)| names.contains_key(p)).collect();
                 let state = if i.start != 0 {
@@ -588,12 +629,25 @@ fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> Stri
                 } else {
                     format!("WAITING for {}", secs(now.saturating_sub(i.submit)))
                 };
-                let _ = writeln!(out, "op #{} \"{}\": {} (submitted {} ago)", i.id, i.name, state, secs(now.saturating_sub(i.submit)));
-                let acc: Vec<String> = i.accesses.iter().map(|(t, m)| format!("{} {}", o.label(*t), mode_name(*m))).collect();
+                let _ = writeln!(
+                    out,
+                    "op #{} \"{}\": {} (submitted {} ago)",
+                    i.id,
+                    i.name,
+                    state,
+                    secs(now.saturating_sub(i.submit))
+                );
+                let acc: Vec<String> =
+                    i.accesses.iter().map(|(t, m)| format!("{} {}", o.label(*t), mode_name(*m))).collect();
                 let _ = writeln!(out, "    accesses: {}", acc.join(", "));
                 for (p, t) in waits {
                     let (n, running) = &names[p];
-                    let _ = writeln!(out, "    waits for op #{p} \"{n}\" ({}) on tensor {}", if *running { "running" } else { "not started" }, o.label(*t));
+                    let _ = writeln!(
+                        out,
+                        "    waits for op #{p} \"{n}\" ({}) on tensor {}",
+                        if *running { "running" } else { "not started" },
+                        o.label(*t)
+                    );
                 }
                 if let Some(w) = waiters.get(&i.id) {
                     let list: Vec<String> = w.iter().map(|x| format!("#{x} \"{}\"", names[x].0)).collect();
@@ -606,7 +660,16 @@ fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> Stri
             for i in &items {
                 let state = if i.start != 0 { "running" } else { "waiting" };
                 let style = if i.start != 0 { ", style=filled, fillcolor=\"#ffd8a8\"" } else { "" };
-                let _ = writeln!(out, "  op{} [label=\"#{} {}\\n{} {}\"{}];", i.id, i.id, esc(&i.name), state, secs(now.saturating_sub(if i.start != 0 { i.start } else { i.submit })), style);
+                let _ = writeln!(
+                    out,
+                    "  op{} [label=\"#{} {}\\n{} {}\"{}];",
+                    i.id,
+                    i.id,
+                    esc(&i.name),
+                    state,
+                    secs(now.saturating_sub(if i.start != 0 { i.start } else { i.submit })),
+                    style
+                );
             }
             for i in &items {
                 for (p, t) in &i.preds {
@@ -641,7 +704,10 @@ fn env() -> &'static EnvConfig {
                 true
             }
             Some(None) => {
-                eprintln!("tensorasync: TA_DUMP_SIGNAL={} is not a signal name (USR1, USR2, ...): ignored", signal.unwrap_or_default());
+                eprintln!(
+                    "tensorasync: TA_DUMP_SIGNAL={} is not a signal name (USR1, USR2, ...): ignored",
+                    signal.unwrap_or_default()
+                );
                 false
             }
             None => false,
@@ -753,7 +819,8 @@ mod dump_signal {
             // SAFETY: reads into a buffer of this stack frame, of its size.
             let n = unsafe { libc::read(read_fd, b.as_mut_ptr().cast(), b.len()) };
             if n > 0 {
-                let text = std::panic::catch_unwind(super::dump_all).unwrap_or_else(|_| "tensorasync: the dump failed\n".to_string());
+                let text = std::panic::catch_unwind(super::dump_all)
+                    .unwrap_or_else(|_| "tensorasync: the dump failed\n".to_string());
                 eprint!("{text}");
             } else if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 return;
@@ -770,7 +837,10 @@ mod dump_signal {
             sa.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
             if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                eprintln!("tensorasync: TA_DUMP_SIGNAL: cannot install the handler: {}", std::io::Error::last_os_error());
+                eprintln!(
+                    "tensorasync: TA_DUMP_SIGNAL: cannot install the handler: {}",
+                    std::io::Error::last_os_error()
+                );
             }
         }
     }

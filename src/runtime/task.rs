@@ -164,11 +164,17 @@ impl Task {
 
     /// As [`Task::new`], in memory from [`Task::reserve`].
     #[inline(always)]
-    pub(crate) fn new_in(memory: TaskMemory, runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
+    pub(crate) fn new_in(
+        memory: TaskMemory,
+        runtime: Option<&RuntimeInner>,
+        work: Work,
+        device: Option<u32>,
+    ) -> Arc<Task> {
         let mut task = memory.0;
         // The link first: allocating it between the moves of `work` would
         // make one more copy of it.
-        let link = device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
+        let link =
+            device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
         // whole struct built it on the stack and copied it (twice, 272 bytes
         // each, per submission).
@@ -176,7 +182,8 @@ impl Task {
         // SAFETY: `p` points to the new, uninitialised task; every field is
         // written exactly once below before `assume_init`.
         unsafe {
-            std::ptr::addr_of_mut!((*p).successors).write(Mutex::new(Successors { done: false, list: SmallVec::new() }));
+            std::ptr::addr_of_mut!((*p).successors)
+                .write(Mutex::new(Successors { done: false, list: SmallVec::new() }));
             std::ptr::addr_of_mut!((*p).done).write(AtomicBool::new(false));
             std::ptr::addr_of_mut!((*p).edges).write(AtomicU32::new(0));
             std::ptr::addr_of_mut!((*p).runtime).write(runtime.map(NonNull::from));
@@ -446,8 +453,16 @@ mod size_budgets {
     fn hot_structures_stay_within_their_size_budgets() {
         let counts = super::ARC_COUNTS;
         assert_eq!(size_of::<crate::value::Value>() + counts, 64, "a value and its counts are one cache line");
-        assert!(size_of::<super::Task>() + counts <= 320, "a task is {} bytes, over its 320-byte size class", size_of::<super::Task>());
-        assert!(size_of::<Option<crate::ffi::handles::Object>>() <= 24, "a handle's object is {} bytes", size_of::<Option<crate::ffi::handles::Object>>());
+        assert!(
+            size_of::<super::Task>() + counts <= 320,
+            "a task is {} bytes, over its 320-byte size class",
+            size_of::<super::Task>()
+        );
+        assert!(
+            size_of::<Option<crate::ffi::handles::Object>>() <= 24,
+            "a handle's object is {} bytes",
+            size_of::<Option<crate::ffi::handles::Object>>()
+        );
     }
 }
 
@@ -455,8 +470,8 @@ mod size_budgets {
 mod guard {
     use std::sync::{Arc, Barrier};
 
-    use crate::dtype::DType;
     use crate::domain::Domain;
+    use crate::dtype::DType;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
     use crate::value::Tensor;

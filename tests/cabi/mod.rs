@@ -25,8 +25,20 @@ extern "C" {
     pub fn ta_runtime_default(runtime_out: *mut *mut ta_runtime) -> ta_status;
     pub fn ta_last_error(error_out: *mut *mut ta_error) -> ta_status;
     pub fn ta_kernel_set_error(ctx: *mut ta_kernel_ctx, message: *const c_char) -> ta_status;
-    pub fn ta_norm2(out: *const ta_tensor, x: *const ta_tensor, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
-    pub fn ta_conj(dst: *const ta_tensor, src: *const ta_tensor, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_norm2(
+        out: *const ta_tensor,
+        x: *const ta_tensor,
+        opts: *const ta_submit,
+        event_out: *mut *mut ta_event,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
+    pub fn ta_conj(
+        dst: *const ta_tensor,
+        src: *const ta_tensor,
+        opts: *const ta_submit,
+        event_out: *mut *mut ta_event,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_tensor_reshape(
         tensor: *const ta_tensor,
         rank: usize,
@@ -39,7 +51,12 @@ extern "C" {
     pub fn ta_runtime_wait_idle(runtime: *const ta_runtime, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status;
     pub fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status;
 
-    pub fn ta_tensor_new(dtype: ta_dtype, domain: ta_domain, tensor_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_tensor_new(
+        dtype: ta_dtype,
+        domain: ta_domain,
+        tensor_out: *mut *mut ta_tensor,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_tensor_new_zeros(
         dtype: ta_dtype,
         domain: ta_domain,
@@ -73,9 +90,23 @@ extern "C" {
         view_out: *mut *mut ta_tensor,
         error: *mut *mut ta_error,
     ) -> ta_status;
-    pub fn ta_tensor_permute(tensor: *const ta_tensor, perm: *const usize, rank: usize, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status;
-    pub fn ta_tensor_transpose(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status;
-    pub fn ta_tensor_conj(tensor: *const ta_tensor, view_out: *mut *mut ta_tensor, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_tensor_permute(
+        tensor: *const ta_tensor,
+        perm: *const usize,
+        rank: usize,
+        view_out: *mut *mut ta_tensor,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
+    pub fn ta_tensor_transpose(
+        tensor: *const ta_tensor,
+        view_out: *mut *mut ta_tensor,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
+    pub fn ta_tensor_conj(
+        tensor: *const ta_tensor,
+        view_out: *mut *mut ta_tensor,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_tensor_clone(
         tensor: *const ta_tensor,
         opts: *const ta_submit,
@@ -105,8 +136,20 @@ extern "C" {
         error: *mut *mut ta_error,
     ) -> ta_status;
 
-    pub fn ta_fill(tensor: *const ta_tensor, value: ta_scalar, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
-    pub fn ta_scale(x: *const ta_tensor, alpha: ta_scalar, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_fill(
+        tensor: *const ta_tensor,
+        value: ta_scalar,
+        opts: *const ta_submit,
+        event_out: *mut *mut ta_event,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
+    pub fn ta_scale(
+        x: *const ta_tensor,
+        alpha: ta_scalar,
+        opts: *const ta_submit,
+        event_out: *mut *mut ta_event,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_axpy(
         y: *const ta_tensor,
         alpha: ta_scalar,
@@ -115,7 +158,13 @@ extern "C" {
         event_out: *mut *mut ta_event,
         error: *mut *mut ta_error,
     ) -> ta_status;
-    pub fn ta_copy(dst: *const ta_tensor, src: *const ta_tensor, opts: *const ta_submit, event_out: *mut *mut ta_event, error: *mut *mut ta_error) -> ta_status;
+    pub fn ta_copy(
+        dst: *const ta_tensor,
+        src: *const ta_tensor,
+        opts: *const ta_submit,
+        event_out: *mut *mut ta_event,
+        error: *mut *mut ta_error,
+    ) -> ta_status;
     pub fn ta_copy_in(
         dst: *const ta_tensor,
         src: *const c_void,

@@ -16,8 +16,16 @@ pub mod numeric;
 /// `user` must stay valid, and untouched by the test, until `release` has run.
 pub unsafe fn wrap_f64(user: &mut [f64], release: impl FnOnce() + Send + 'static) -> Tensor {
     // SAFETY: forwarded from the caller; `user` holds exactly the elements of the layout.
-    unsafe { Tensor::wrap(DType::F64, Layout::contiguous(&[user.len()], Order::RowMajor), user.as_mut_ptr().cast(), true, Some(Box::new(release))) }
-        .unwrap()
+    unsafe {
+        Tensor::wrap(
+            DType::F64,
+            Layout::contiguous(&[user.len()], Order::RowMajor),
+            user.as_mut_ptr().cast(),
+            true,
+            Some(Box::new(release)),
+        )
+    }
+    .unwrap()
 }
 
 /// A one-shot gate that kernels can block on.

@@ -87,4 +87,3 @@ pub fn transpose(a: &[C], rows: usize, cols: usize) -> Vec<C> {
 }
 
 pub const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C64, DType::C128];
-

@@ -17,8 +17,6 @@ CDEF = r'''
 
 #define TA_DUMP_DOT 1
 
-#define TA_WRAP_READ_ONLY 1
-
 #define TA_DL_FLAG_READ_ONLY 1
 
 #define TA_DL_FLAG_IS_COPIED 2
@@ -28,6 +26,8 @@ CDEF = r'''
 #define TA_DL_MAJOR_VERSION 1
 
 #define TA_DL_MINOR_VERSION 0
+
+#define TA_WRAP_READ_ONLY 1
 
 #define TA_VERSION_MAJOR 0
 
@@ -160,23 +160,6 @@ typedef struct ta_stats {
   uint64_t busy_ns;
 } ta_stats;
 
-typedef void (*ta_release_fn)(void *userdata, void *data);
-
-typedef struct ta_wrap_options {
-
-  uint32_t struct_size;
-
-  uint32_t flags;
-
-  ta_release_fn release;
-
-  void *release_userdata;
-
-  const struct ta_cq *release_cq;
-
-  uint64_t release_tag;
-} ta_wrap_options;
-
 typedef struct ta_dl_version {
   uint32_t major;
   uint32_t minor;
@@ -218,6 +201,23 @@ typedef struct ta_dl_managed_tensor {
   void *manager_ctx;
   void (*deleter)(struct ta_dl_managed_tensor *managed);
 } ta_dl_managed_tensor;
+
+typedef void (*ta_release_fn)(void *userdata, void *data);
+
+typedef struct ta_wrap_options {
+
+  uint32_t struct_size;
+
+  uint32_t flags;
+
+  ta_release_fn release;
+
+  void *release_userdata;
+
+  const struct ta_cq *release_cq;
+
+  uint64_t release_tag;
+} ta_wrap_options;
 
 typedef uint32_t ta_shutdown;
 
@@ -687,9 +687,25 @@ ta_status ta_copy_out(const struct ta_tensor *src,
                       struct ta_event **event_out,
                       struct ta_error **error);
 
-ta_status ta_tensor_ready(const struct ta_tensor *tensor,
-                          struct ta_event **event_out,
-                          struct ta_error **error);
+ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
+                              ta_mode mode,
+                              int64_t timeout_ns,
+                              struct ta_dl_managed_tensor_versioned **out,
+                              struct ta_error **error);
+
+ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
+                                     ta_mode mode,
+                                     int64_t timeout_ns,
+                                     struct ta_dl_managed_tensor **out,
+                                     struct ta_error **error);
+
+ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
+                                struct ta_tensor **tensor_out,
+                                struct ta_error **error);
+
+ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
+                                       struct ta_tensor **tensor_out,
+                                       struct ta_error **error);
 
 ta_status ta_tensor_acquire(const struct ta_tensor *tensor,
                             ta_mode mode,
@@ -706,6 +722,10 @@ ta_status ta_tensor_acquire_async(const struct ta_tensor *tensor,
 ta_status ta_mapping_view(const struct ta_mapping *mapping, struct ta_view *view_out);
 
 ta_status ta_mapping_free(struct ta_mapping *mapping);
+
+ta_status ta_tensor_ready(const struct ta_tensor *tensor,
+                          struct ta_event **event_out,
+                          struct ta_error **error);
 
 ta_status ta_kernel_defer(struct ta_kernel_ctx *ctx, struct ta_token **token_out);
 
@@ -734,26 +754,6 @@ ta_status ta_tensor_wrap_ex(ta_dtype dtype,
                             const struct ta_wrap_options *options,
                             struct ta_tensor **tensor_out,
                             struct ta_error **error);
-
-ta_status ta_tensor_to_dlpack(const struct ta_tensor *tensor,
-                              ta_mode mode,
-                              int64_t timeout_ns,
-                              struct ta_dl_managed_tensor_versioned **out,
-                              struct ta_error **error);
-
-ta_status ta_tensor_to_dlpack_legacy(const struct ta_tensor *tensor,
-                                     ta_mode mode,
-                                     int64_t timeout_ns,
-                                     struct ta_dl_managed_tensor **out,
-                                     struct ta_error **error);
-
-ta_status ta_tensor_from_dlpack(struct ta_dl_managed_tensor_versioned *managed,
-                                struct ta_tensor **tensor_out,
-                                struct ta_error **error);
-
-ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
-                                       struct ta_tensor **tensor_out,
-                                       struct ta_error **error);
 
 ta_status ta_runtime_new(size_t threads, struct ta_runtime **runtime_out, struct ta_error **error);
 

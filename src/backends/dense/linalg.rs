@@ -1,4 +1,3 @@
-
 //! Tile kernels of a tiled Cholesky factorisation: `potrf` (in-place
 //! Cholesky), `trsm` (triangular solve) and `syrk` (Hermitian rank-k update
 //! of one triangle), for f32, f64, c64 and c128 (complex: the Hermitian
@@ -522,7 +521,8 @@ pub(crate) unsafe fn syrk_mat<T: Float>(c: Mat2<T>, a: Mat2<T>, alpha: f64, beta
 /// `j` for `lower`), in a fixed order.
 fn other_triangle<T>(c: Mat2<T>, lower: bool) -> impl Iterator<Item = isize> {
     let n = c.rows as isize;
-    (0..n).flat_map(move |i| (0..n).filter(move |&j| if lower { i < j } else { i > j }).map(move |j| i * c.rs + j * c.cs))
+    (0..n)
+        .flat_map(move |i| (0..n).filter(move |&j| if lower { i < j } else { i > j }).map(move |j| i * c.rs + j * c.cs))
 }
 
 /// A copy of the strict triangle of square `c` that an update of the

@@ -158,23 +158,6 @@ struct ta_stats
     busy_ns::UInt64
 end
 
-# Called exactly once, after the last access, to give wrapped memory back, on the thread that
-# lets the memory go (a worker, or the thread that frees the last handle), never while the
-# library holds a lock. It must not call back into the library for the tensor it releases; use
-# `ta_tensor_wrap_ex` with a completion queue to avoid running code on a library thread.
-const ta_release_fn = Ptr{Cvoid}
-
-# Options for `ta_tensor_wrap_ex`. Set `struct_size` to `sizeof(ta_wrap_options)` and
-# zero-initialise the fields you do not set.
-struct ta_wrap_options
-    struct_size::UInt32
-    flags::UInt32
-    release::ta_release_fn
-    release_userdata::Ptr{Cvoid}
-    release_cq::Ptr{ta_cq}
-    release_tag::UInt64
-end
-
 # `DLPackVersion`.
 struct ta_dl_version
     major::UInt32
@@ -222,6 +205,23 @@ struct ta_dl_managed_tensor
     deleter::Ptr{Cvoid}
 end
 
+# Called exactly once, after the last access, to give wrapped memory back, on the thread that
+# lets the memory go (a worker, or the thread that frees the last handle), never while the
+# library holds a lock. It must not call back into the library for the tensor it releases; use
+# `ta_tensor_wrap_ex` with a completion queue to avoid running code on a library thread.
+const ta_release_fn = Ptr{Cvoid}
+
+# Options for `ta_tensor_wrap_ex`. Set `struct_size` to `sizeof(ta_wrap_options)` and
+# zero-initialise the fields you do not set.
+struct ta_wrap_options
+    struct_size::UInt32
+    flags::UInt32
+    release::ta_release_fn
+    release_userdata::Ptr{Cvoid}
+    release_cq::Ptr{ta_cq}
+    release_tag::UInt64
+end
+
 # What `ta_runtime_shutdown` does with work that has not started.
 const ta_shutdown = UInt32
 
@@ -254,8 +254,6 @@ const TA_DUMP_TEXT = 0
 # Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished
 # operation, one edge per wait (labelled with the tensor).
 const TA_DUMP_DOT = 1
-# `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
-const TA_WRAP_READ_ONLY = 1
 # `DLPACK_FLAG_BITMASK_READ_ONLY`: the data must not be written.
 const TA_DL_FLAG_READ_ONLY = 1
 # `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy.
@@ -266,6 +264,8 @@ const TA_DL_DEVICE_CPU = 1
 const TA_DL_MAJOR_VERSION = 1
 # The DLPack minor version of exported tensors.
 const TA_DL_MINOR_VERSION = 0
+# `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
+const TA_WRAP_READ_ONLY = 1
 # Major version of the library.
 const TA_VERSION_MAJOR = 0
 # Minor version of the library.
@@ -888,14 +888,40 @@ function ta_copy_out(src, dst, capacity, dst_strides, opts, event_out, error)
     @ccall libtensorasync.ta_copy_out(src::Ptr{ta_tensor}, dst::Ptr{Cvoid}, capacity::Csize_t, dst_strides::Ptr{Cptrdiff_t}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# A new event that completes once every operation enrolled on `tensor` so far (for a view, on
-# the elements it touches; for a block view, on each of its blocks) has completed. Never blocks.
-# Its final status is what `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a
-# clean value, the status of the error that poisoned it (`ta_event_error` gives that error
-# object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted after this call are not waited
-# for. Free the event with `ta_event_free`.
-function ta_tensor_ready(tensor, event_out, error)
-    @ccall libtensorasync.ta_tensor_ready(tensor::Ptr{ta_tensor}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
+# Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in `mode` exactly as
+# `ta_tensor_acquire` does (blocking up to `timeout_ns`, with the same statuses and errors) and
+# holds it until the managed tensor's deleter runs: until then a READ export holds later
+# writers, a WRITE or UPDATE export every later access. READ exports set `TA_DL_FLAG_READ_ONLY`.
+# `strides` is always filled (in elements), the device is `kDLCPU`, `byte_offset` is 0. The
+# deleter must be called exactly once, may be called from any thread, never blocks, and is safe
+# during process exit; freeing the tensor's handles before it is fine. A conjugate view of a
+# complex tensor gives `TA_STATUS_UNSUPPORTED` (DLPack has no conjugation flag; materialise it
+# with `ta_conj` first).
+function ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error)
+    @ccall libtensorasync.ta_tensor_to_dlpack(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor_versioned}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0) `DLManagedTensor`, for
+# consumers such as NumPy 2.0. It has no flags field: a READ export must not be written by the
+# consumer.
+function ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error)
+    @ccall libtensorasync.ta_tensor_to_dlpack_legacy(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On success the tensor owns
+# `managed`: its deleter (if not NULL) is called exactly once, after the last access to the
+# tensor (on the thread that lets the memory go). On failure nothing is called and `managed`
+# stays the caller's. Only `kDLCPU` tensors with one lane are accepted
+# (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL strides mean dense
+# row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a read-only tensor.
+function ta_tensor_from_dlpack(managed, tensor_out, error)
+    @ccall libtensorasync.ta_tensor_from_dlpack(managed::Ptr{ta_dl_managed_tensor_versioned}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
+end
+
+# The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0) `DLManagedTensor` (always
+# writable).
+function ta_tensor_from_dlpack_legacy(managed, tensor_out, error)
+    @ccall libtensorasync.ta_tensor_from_dlpack_legacy(managed::Ptr{ta_dl_managed_tensor}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Acquire host access to `tensor` and wait up to `timeout_ns` (`TA_WAIT_FOREVER`: no limit)
@@ -943,6 +969,16 @@ end
 # `TA_STATUS_DOUBLE_FREE`.
 function ta_mapping_free(mapping)
     @ccall libtensorasync.ta_mapping_free(mapping::Ptr{ta_mapping})::ta_status
+end
+
+# A new event that completes once every operation enrolled on `tensor` so far (for a view, on
+# the elements it touches; for a block view, on each of its blocks) has completed. Never blocks.
+# Its final status is what `ta_tensor_wait` would return at that point: `TA_STATUS_OK` for a
+# clean value, the status of the error that poisoned it (`ta_event_error` gives that error
+# object), or `TA_STATUS_UNCONSTRUCTED`. Operations submitted after this call are not waited
+# for. Free the event with `ta_event_free`.
+function ta_tensor_ready(tensor, event_out, error)
+    @ccall libtensorasync.ta_tensor_ready(tensor::Ptr{ta_tensor}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Inside a user kernel: defer the operation's completion. The operation does not complete when
@@ -1002,42 +1038,6 @@ end
 # stays the caller's.
 function ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, tensor_out, error)
     @ccall libtensorasync.ta_tensor_wrap_ex(dtype::ta_dtype, rank::Csize_t, extents::Ptr{Csize_t}, strides::Ptr{Cptrdiff_t}, order::ta_order, data::Ptr{Cvoid}, options::Ptr{ta_wrap_options}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
-end
-
-# Export `tensor` as a DLPack 1.x managed tensor. Acquires host access in `mode` exactly as
-# `ta_tensor_acquire` does (blocking up to `timeout_ns`, with the same statuses and errors) and
-# holds it until the managed tensor's deleter runs: until then a READ export holds later
-# writers, a WRITE or UPDATE export every later access. READ exports set `TA_DL_FLAG_READ_ONLY`.
-# `strides` is always filled (in elements), the device is `kDLCPU`, `byte_offset` is 0. The
-# deleter must be called exactly once, may be called from any thread, never blocks, and is safe
-# during process exit; freeing the tensor's handles before it is fine. A conjugate view of a
-# complex tensor gives `TA_STATUS_UNSUPPORTED` (DLPack has no conjugation flag; materialise it
-# with `ta_conj` first).
-function ta_tensor_to_dlpack(tensor, mode, timeout_ns, out, error)
-    @ccall libtensorasync.ta_tensor_to_dlpack(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor_versioned}}, error::Ptr{Ptr{ta_error}})::ta_status
-end
-
-# The same as `ta_tensor_to_dlpack`, as an unversioned (pre-1.0) `DLManagedTensor`, for
-# consumers such as NumPy 2.0. It has no flags field: a READ export must not be written by the
-# consumer.
-function ta_tensor_to_dlpack_legacy(tensor, mode, timeout_ns, out, error)
-    @ccall libtensorasync.ta_tensor_to_dlpack_legacy(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, out::Ptr{Ptr{ta_dl_managed_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
-end
-
-# Import a DLPack 1.x managed tensor zero-copy as a new host tensor. On success the tensor owns
-# `managed`: its deleter (if not NULL) is called exactly once, after the last access to the
-# tensor (on the thread that lets the memory go). On failure nothing is called and `managed`
-# stays the caller's. Only `kDLCPU` tensors with one lane are accepted
-# (`TA_STATUS_DOMAIN_MISMATCH`, `TA_STATUS_UNSUPPORTED` otherwise); NULL strides mean dense
-# row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a read-only tensor.
-function ta_tensor_from_dlpack(managed, tensor_out, error)
-    @ccall libtensorasync.ta_tensor_from_dlpack(managed::Ptr{ta_dl_managed_tensor_versioned}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
-end
-
-# The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0) `DLManagedTensor` (always
-# writable).
-function ta_tensor_from_dlpack_legacy(managed, tensor_out, error)
-    @ccall libtensorasync.ta_tensor_from_dlpack_legacy(managed::Ptr{ta_dl_managed_tensor}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # Create a runtime with `threads` worker threads (0: one per available core). Kernels that are
