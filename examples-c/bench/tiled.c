@@ -70,6 +70,7 @@
 
 #include "tensorasync.h"
 #include "harness.h"
+#include "openblas_best.h"
 
 #define NTHREADS 2
 #define MAXREP 20
@@ -649,6 +650,7 @@ static int has_token(const char *list, const char *tok) {
 }
 
 int main(int argc, char **argv) {
+    openblas_best_init(argv);
     const char *only = "gemm,chol", *impls = "ta,sp,ref,tablas";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -689,6 +691,8 @@ int main(int argc, char **argv) {
     printf("tiled benchmark: tensorasync %s | StarPU %d.%d.%d (2 CPU workers; gemm: %s, cholesky: %s) | OpenBLAS "
            "(%s)\n",
            ta_version(), spv[0], spv[1], spv[2], SP_SCHED_GEMM, SP_SCHED_CHOL, cfg ? cfg : "?");
+    printf("%s (also StarPU's codelet kernel)\n", openblas_kernel_line());
+    const int blas_fallback = openblas_fallback();
     printf("host: %ld online CPUs; 2 workers per runtime, 2 threads for the single-call references; 1 warm-up + %d "
            "timed rounds, implementations interleaved\n",
            sysconf(_SC_NPROCESSORS_ONLN), NREP);
@@ -767,7 +771,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    const double tgt_sp[NBENCH] = {1.15, 0}, tgt_ref[NBENCH] = {0.90, 0.90};
+    const double tgt_sp[NBENCH] = {1.15, 1.2}, tgt_ref[NBENCH] = {0.95, 1.0};
     printf("\n== results (GF/s: median of %d runs, best in parentheses; higher is better) ==\n\n", NREP);
     printf("| benchmark | tensorasync | StarPU 1.3 | OpenBLAS/LAPACK (1 call, 2 threads) | ours/StarPU | "
            "ours/OpenBLAS | targets | verdict |\n");
@@ -790,16 +794,20 @@ int main(int argc, char **argv) {
         if (tgt_sp[b] > 0) {
             snprintf(tg + strlen(tg), sizeof tg - strlen(tg), ">= %.2fx StarPU", tgt_sp[b]);
             if (have_sp) strcpy(verdicts[b][0], med[b][I_TA] >= tgt_sp[b] * med[b][I_SP] ? "PASS" : "MISS");
+            if (blas_fallback) strcpy(verdicts[b][0], "none");
             snprintf(vd + strlen(vd), sizeof vd - strlen(vd), "%s", verdicts[b][0]);
         }
         snprintf(tg + strlen(tg), sizeof tg - strlen(tg), "%s>= %.2fx %s", tg[0] ? ", " : "", tgt_ref[b],
                  b == B_GEMM ? "OpenBLAS" : "LAPACK");
         if (have_ref) strcpy(verdicts[b][1], med[b][I_TA] >= tgt_ref[b] * med[b][I_REF] ? "PASS" : "MISS");
+        if (blas_fallback) strcpy(verdicts[b][1], "none");
         snprintf(vd + strlen(vd), sizeof vd - strlen(vd), "%s%s", vd[0] ? ", " : "", verdicts[b][1]);
         char desc[96];
         snprintf(desc, sizeof desc, "%s n=%zu, %zu-tiles", b == B_GEMM ? "dgemm" : "Cholesky",
                  b == B_GEMM ? GEMM_N : CHOL_N, TILE);
-        if (max_other > 0.10) /* a verdict from a busy machine is not one */
+        if (blas_fallback) /* both peers run OpenBLAS's kernels: a crippled peer gives no verdict */
+            snprintf(vd, sizeof vd, "none: fallback OpenBLAS kernel");
+        else if (max_other > 0.10) /* a verdict from a busy machine is not one */
             snprintf(vd + strlen(vd), sizeof vd - strlen(vd), " (noisy)");
         printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", desc, cell[I_TA], cell[I_SP], cell[I_REF], r_sp, r_ref,
                tg, vd);
@@ -828,9 +836,8 @@ int main(int argc, char **argv) {
                    sched, med[b][i], best[b][i], ser[b][i].n);
         }
         if (enabled[I_TA] && enabled[I_SP])
-            printf("RESULT bench=%s ratio=ours_over_starpu value=%.3f%s%s\n", bench_key[b],
-                   med[b][I_TA] / med[b][I_SP], tgt_sp[b] > 0 ? " target=1.15 verdict=" : "",
-                   tgt_sp[b] > 0 ? verdicts[b][0] : "");
+            printf("RESULT bench=%s ratio=ours_over_starpu value=%.3f target=%.2f verdict=%s\n", bench_key[b],
+                   med[b][I_TA] / med[b][I_SP], tgt_sp[b], verdicts[b][0]);
         if (enabled[I_TA] && enabled[I_REF])
             printf("RESULT bench=%s ratio=ours_over_%s value=%.3f target=%.2f verdict=%s\n", bench_key[b],
                    b == B_GEMM ? "openblas" : "lapack", med[b][I_TA] / med[b][I_REF], tgt_ref[b], verdicts[b][1]);
