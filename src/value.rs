@@ -70,7 +70,7 @@ impl Contents {
 
 /// The mutable part of a value, guarded by its lock.
 pub(crate) struct ValueState {
-    pub(crate) queue: EpochQueue,
+    pub(crate) queue: EpochQueue<crate::runtime::task::Task>,
     /// The contents as of the last submission; `None` while unconstructed.
     pub(crate) contents: Option<Arc<Contents>>,
     /// Errors of failed writes, each on the region it wrote (see [`Poison`]).

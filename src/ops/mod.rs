@@ -8,6 +8,7 @@
 
 mod copy;
 mod elementwise;
+mod host_access;
 mod kernel;
 mod linalg;
 mod name;

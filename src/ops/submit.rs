@@ -17,8 +17,10 @@ use crate::first_and_rest::FirstAndRest;
 use crate::queue::Mode;
 use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
-use crate::runtime::exec::{self, Completion, Work};
-use crate::runtime::{Runtime, Task};
+use crate::runtime::exec;
+use crate::runtime::handle::Runtime;
+use crate::runtime::task::Task;
+use crate::runtime::work::{Completion, Work};
 use std::sync::Arc;
 
 use crate::layout::Layout;
@@ -174,8 +176,7 @@ impl Locked<'_> {
 /// against the submission-time state and may construct outputs. On any error
 /// nothing is enrolled.
 // Inlined into each operation's one call: the instantiation is per operation
-// anyway, and a call left out of line costs about 20 instructions per
-// submission (callgrind, ta_kernel_submit 1715 -> 1693).
+// anyway, and the call out of line costs instructions on every submission.
 #[inline(always)]
 pub(crate) fn submit(
     name: impl Into<super::OpName>,
@@ -307,7 +308,7 @@ fn enroll(
     let device = op.device();
     rt.inner().admit(origin)?;
     #[allow(unused_mut)]
-    let mut task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
+    let mut task = Task::new_in(memory, Some(rt.inner().task_ref()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
