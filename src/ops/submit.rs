@@ -353,7 +353,9 @@ fn enroll(
     if let Some((_, old)) = locked.retired.take() {
         work.keep_alive(old);
     }
-    for (i, a) in work.accesses_mut().iter_mut().enumerate() {
+    // SAFETY: the work was made from an `Operation` just above.
+    let op = unsafe { work.op_mut::<Operation>() };
+    for (i, a) in op.accesses.iter_mut().enumerate() {
         // The operand's handle and `a.tensor` share the view, so the
         // geometry stays valid for as long as the access holds it.
         let t = operands[i].0;
@@ -370,7 +372,7 @@ fn enroll(
     // One stamp for the whole operation, later than anything enrolled on any
     // of its queues: stamps of conflicting operations follow their order.
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
-    work.set_stamp(stamp);
+    op.stamp = stamp;
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use super::event::Event;
 use super::exec;
 use super::pool::RuntimeInner;
-use super::task::ReadyList;
-pub(crate) use super::token::{Finish, Finished, GrantedView, Keep, TokenInner};
+use super::task::{ReadyList, Task};
+pub(crate) use super::token::{Finish, Finished, GrantedView, TokenInner};
 use crate::error::{Error, Result, Status};
 
 /// Finish the operation of `token` with `f` (see [`Finished`]). Never
@@ -17,6 +17,7 @@ use crate::error::{Error, Result, Status};
 pub(crate) fn finish(token: &TokenInner, f: Finish) -> Finished {
     match token.take_for_finish(f) {
         Ok((task, f)) => {
+            let task = task.downcast::<Task>().expect("a token parks a task");
             schedule_all(exec::conclude_parked(&task, f));
             Finished::Now
         }
@@ -38,6 +39,7 @@ pub(crate) fn cancel_parked(rt: &RuntimeInner) {
     for w in parked {
         let Some(token) = w.upgrade() else { continue };
         let Some(task) = token.take_for_cancel() else { continue };
+        let task = task.downcast::<Task>().expect("a token parks a task");
         schedule_all(exec::conclude_parked(
             &task,
             Finish::Fail {

@@ -78,12 +78,13 @@ fn execute(task: &Arc<Task>) -> ReadyList {
     let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
-        Job::Op(op) => {
+        Job::Op(body) => {
+            let op = body.get_mut();
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 failed_external = op.external().cloned();
                 Err(Error::new(
                     Status::Cancelled,
-                    op.name.to_origin(),
+                    op.origin(),
                     "the runtime was shut down with cancel before the operation ran",
                 ))
             } else if let Some(token) = op.external() {
@@ -107,7 +108,7 @@ fn execute(task: &Arc<Task>) -> ReadyList {
                 let _running = RunningGuard::push(task, op);
                 let r = match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
-                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                    Err(p) => Err(Error::new(Status::Panic, op.origin(), panic_message(&p))),
                 };
                 if let Some(token) = cx.deferred.take() {
                     // The kernel deferred its completion (its result is
@@ -158,7 +159,7 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: Finish) -> ReadyList {
     // token's lock orders the runner's last writes before this.
     let slot = unsafe { task.running_work() };
     let origin = match slot.as_ref().map(|w| &w.job) {
-        Some(Job::Op(op)) => op.name.to_origin(),
+        Some(Job::Op(op)) => op.get().origin(),
         _ => "deferred".into(),
     };
     let (result, commit) = match f {
@@ -190,7 +191,7 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     match &work.job {
         Job::Op(op) => {
             if commit {
-                op.commit(&result)
+                op.get().commit(&result)
             }
         }
         // A wait holds its value only to read the outcome: let go of it
@@ -317,11 +318,12 @@ fn issue_device(task: &Arc<Task>, mut parked: Parked) -> ReadyList {
 /// failed on the device after this task queued its work), and conclude.
 fn finish_device(task: &Arc<Task>, parked: Parked) -> ReadyList {
     let Parked { job, completion, mut result, mut tail } = parked;
-    if let Job::Op(op) = &job {
+    if let Job::Op(body) = &job {
+        let op = body.get();
         // Device errors name the device layer; the error starts in this operation.
         if let Err(e) = &result {
             if e.origin() == crate::device::ORIGIN {
-                result = Err(e.with_origin(op.name.to_origin()));
+                result = Err(e.with_origin(op.origin()));
             }
         }
         if result.is_ok() {
@@ -333,7 +335,7 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> ReadyList {
             if let Some(f) = tail.as_mut().and_then(|t| t.finisher.take()) {
                 result = match catch_unwind(AssertUnwindSafe(f)) {
                     Ok(r) => r,
-                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                    Err(p) => Err(Error::new(Status::Panic, op.origin(), panic_message(&p))),
                 };
             }
         }

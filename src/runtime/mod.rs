@@ -3,6 +3,7 @@
 //! (SPEC §2.1, §2.6). This file only declares the parts and re-exports the
 //! public ones; inside the crate, import the file that defines a thing.
 
+pub(crate) mod body;
 pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod deferred;

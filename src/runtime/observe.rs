@@ -82,7 +82,7 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
     let id = obs.next_id.fetch_add(1, Ordering::Relaxed);
     let trace = TaskTrace {
         id,
-        name: Arc::from(op.name.to_origin().as_ref()),
+        name: Arc::from(op.origin().as_ref()),
         submit_ns: obs.now(),
         enrolled_ns: AtomicU64::new(0),
         current: AtomicU32::new(u32::MAX),

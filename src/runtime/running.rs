@@ -5,8 +5,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use super::body::TaskBody;
 use super::task::Task;
-use crate::ops::Operation;
 use crate::value::Value;
 
 thread_local! {
@@ -14,15 +14,15 @@ thread_local! {
     /// run others). The pointers are valid while their entries exist: each is
     /// pushed by `RunningGuard::push` from a frame that holds the task and
     /// operation, and popped when that guard drops, before they do.
-    static RUNNING: RefCell<Vec<(*const Task, *const Operation)>> = const { RefCell::new(Vec::new()) };
+    static RUNNING: RefCell<Vec<(*const Task, *const dyn TaskBody)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Pops the RUNNING entry even if the operation panics.
 pub(crate) struct RunningGuard;
 
 impl RunningGuard {
-    pub(crate) fn push(task: &Task, op: &Operation) -> RunningGuard {
-        RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const Operation)));
+    pub(crate) fn push(task: &Task, op: &(dyn TaskBody + 'static)) -> RunningGuard {
+        RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const dyn TaskBody)));
         RunningGuard
     }
 }

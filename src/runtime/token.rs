@@ -9,17 +9,20 @@
 //! even when a shutdown with cancel completes it before the token is
 //! finished: external work may still be writing into it.
 
+use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::event::Event;
-use super::task::Task;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
+
+/// A parked task, as the token holds it.
+pub(crate) type Parked = Arc<dyn Any + Send + Sync>;
 
 /// How a parked operation ends.
 #[derive(Clone, Debug)]
@@ -59,8 +62,9 @@ pub(crate) type Keep = (crate::value::Tensor, Option<Arc<crate::value::Contents>
 enum State {
     /// The accesses are not granted yet; `early` is a finish that came first.
     Unstarted { early: Option<Finish> },
-    /// Granted: the task waits here, unfinished, for its finish.
-    Parked(Arc<Task>),
+    /// Granted: the task waits here, unfinished, for its finish (a runtime
+    /// `Task`, named above the token: a task's body holds its token).
+    Parked(Parked),
     /// Completed: finished, failed before its body started (`failure`), or
     /// completed as cancelled by a shutdown (`cancelled`).
     Done { cancelled: bool, failure: Option<Error> },
@@ -131,7 +135,7 @@ impl TokenInner {
 
     /// Take the parked task for finishing with `f`; otherwise what the
     /// finish found (a finish before the grant is kept for the grant).
-    pub(crate) fn take_for_finish(&self, f: Finish) -> std::result::Result<(Arc<Task>, Finish), Finished> {
+    pub(crate) fn take_for_finish(&self, f: Finish) -> std::result::Result<(Parked, Finish), Finished> {
         let mut s = self.state.lock();
         match &mut *s {
             State::Unstarted { early } => {
@@ -156,7 +160,7 @@ impl TokenInner {
 
     /// Take the parked task, if the token holds one, for completing it as
     /// cancelled by a shutdown.
-    pub(crate) fn take_for_cancel(&self) -> Option<Arc<Task>> {
+    pub(crate) fn take_for_cancel(&self) -> Option<Parked> {
         let mut s = self.state.lock();
         if !matches!(&*s, State::Parked(_)) {
             return None;
@@ -183,8 +187,8 @@ impl TokenInner {
 ///
 /// Called by the thread that runs the task, which must not touch the task's
 /// work afterwards (the finishing thread concludes it).
-pub(crate) fn park(
-    task: &Arc<Task>,
+pub(crate) fn park<T: Any + Send + Sync>(
+    task: &Arc<T>,
     token: &Arc<TokenInner>,
     views: Vec<GrantedView>,
     keep: Vec<Keep>,
@@ -202,7 +206,7 @@ pub(crate) fn park(
         Some(f) => Some(f),
         None => {
             if register(token) {
-                *s = State::Parked(task.clone());
+                *s = State::Parked(task.clone() as Parked);
                 None
             } else {
                 Some(Finish::Fail { status: Status::Cancelled as u32, message: None })

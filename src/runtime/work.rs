@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use super::body::{InlineBody, TaskBody};
 use super::cq::{CompletionEntry, CompletionQueue};
 use super::device_work::Issued;
 use super::event::{Callback, Event};
 use super::guard::call_guarded;
 use crate::error::{Error, Result};
-use crate::ops::Operation;
 use crate::region::Region;
 use crate::value::{Contents, ValueRc};
 
@@ -55,7 +55,7 @@ impl Completion {
 }
 
 pub(crate) enum Job {
-    Op(Operation),
+    Op(InlineBody),
     /// A wait on a value: completes once everything enrolled before it has.
     Barrier(ValueRc, Region),
     /// Holds a released value or view until everything enrolled before it
@@ -93,15 +93,22 @@ impl Work {
     // Inlined so that the operation is built where the work holds it (out
     // of line, it is copied once more per submission).
     #[inline(always)]
-    pub(crate) fn op(op: Operation, completion: Completion) -> Work {
+    pub(crate) fn op<B: TaskBody>(op: B, completion: Completion) -> Work {
         // Box first: `op` then moves once, straight into place.
         let completion = completion.boxed();
-        Work { job: Job::Op(op), completion }
+        Work { job: Job::Op(InlineBody::new(op)), completion }
     }
 
-    pub(crate) fn set_stamp(&mut self, stamp: u64) {
-        if let Job::Op(op) = &mut self.job {
-            op.stamp = stamp;
+    /// The body, as the type it was made with.
+    ///
+    /// # Safety
+    /// `B` must be the body type given to [`Work::op`], and this work an operation's.
+    #[inline(always)]
+    pub(crate) unsafe fn op_mut<B: TaskBody>(&mut self) -> &mut B {
+        match &mut self.job {
+            // SAFETY: by the contract above.
+            Job::Op(body) => unsafe { body.downcast_mut::<B>() },
+            Job::Barrier(..) | Job::Release(_) => unreachable!("only an operation's work has a body"),
         }
     }
 
@@ -110,18 +117,11 @@ impl Work {
         self.completion.get_or_insert_with(Default::default).keep_alive = Some(c);
     }
 
-    /// The operation, unless this is a barrier or a release.
-    pub(crate) fn operation(&self) -> Option<&Operation> {
+    /// The operation's body, unless this is a barrier or a release.
+    pub(crate) fn operation(&self) -> Option<&dyn TaskBody> {
         match &self.job {
-            Job::Op(op) => Some(op),
+            Job::Op(op) => Some(op.get()),
             Job::Barrier(..) | Job::Release(_) => None,
-        }
-    }
-
-    pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
-        match &mut self.job {
-            Job::Op(op) => &mut op.accesses,
-            Job::Barrier(..) | Job::Release(_) => &mut [],
         }
     }
 }
