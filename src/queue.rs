@@ -73,6 +73,20 @@ impl Mode {
     }
 }
 
+/// Names the waiter type of the crate's queues without naming it here: the
+/// layer that defines tasks (above the values that hold queues) binds it
+/// with `impl WaiterKind for Tasks`, so a value can hold a [`TaskQueue`]
+/// while the queue and the value know no task type.
+pub(crate) trait WaiterKind {
+    type Waiter: Waiter;
+}
+
+/// The kind of waiter that values' queues hold (see [`WaiterKind`]).
+pub(crate) enum Tasks {}
+
+/// The epoch queue of a value, a block or any hazard record.
+pub(crate) type TaskQueue = EpochQueue<<Tasks as WaiterKind>::Waiter>;
+
 /// An enrolled access that later accesses may have to wait for.
 struct Entry<W> {
     task: Arc<W>,

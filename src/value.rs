@@ -27,7 +27,7 @@ use crate::domain::Domain;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
 use crate::layout::{Extents, Layout, Order};
-use crate::queue::EpochQueue;
+use crate::queue::{EpochQueue, TaskQueue};
 use crate::region::Region;
 use crate::runtime;
 use crate::storage::{ReleaseFn, Storage};
@@ -70,7 +70,7 @@ impl Contents {
 
 /// The mutable part of a value, guarded by its lock.
 pub(crate) struct ValueState {
-    pub(crate) queue: EpochQueue<crate::runtime::task::Task>,
+    pub(crate) queue: TaskQueue,
     /// The contents as of the last submission; `None` while unconstructed.
     pub(crate) contents: Option<Arc<Contents>>,
     /// Errors of failed writes, each on the region it wrote (see [`Poison`]).

@@ -436,6 +436,11 @@ impl Task {
     }
 }
 
+/// The tasks are what values' epoch queues hold.
+impl crate::queue::WaiterKind for crate::queue::Tasks {
+    type Waiter = Task;
+}
+
 impl crate::queue::Waiter for Task {
     #[inline(always)]
     fn is_done(&self) -> bool {
