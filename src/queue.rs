@@ -224,9 +224,9 @@ mod tests {
     use super::*;
     use crate::domain::Domain;
     use crate::dtype::DType;
+    use crate::handle::Tensor;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
-    use crate::value::Tensor;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }

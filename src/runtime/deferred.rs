@@ -58,7 +58,7 @@ unsafe impl Send for GrantedView {}
 unsafe impl Sync for GrantedView {}
 
 /// What keeps an operand's storage alive while a token lives.
-pub(crate) type Keep = (crate::value::Tensor, Option<Arc<crate::value::Contents>>);
+pub(crate) type Keep = (crate::handle::Tensor, Option<Arc<crate::value::Contents>>);
 
 enum State {
     /// The accesses are not granted yet; `early` is a finish that came first.
@@ -388,7 +388,7 @@ impl Drop for HostAccess {
     }
 }
 
-impl crate::value::Tensor {
+impl crate::handle::Tensor {
     /// Acquire a host access in `mode` and wait up to `timeout` (`None`:
     /// forever) until it is granted. A read waits for earlier writers, a
     /// write or update for every earlier access. A read or update of a

@@ -40,6 +40,7 @@ use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
+use crate::counted::Release;
 use crate::error::{Error, Result, Status};
 use crate::region::Region;
 use crate::value::Value;
@@ -832,7 +833,7 @@ pub(crate) fn release_value(value: Arc<Value>) {
     release_under(unsafe { &*ptr }, value, |last| Released::Value(crate::value::ValueRc::new(last)));
 }
 
-/// Let go of a counted reference to `view` (see [`crate::value::ViewRc`]),
+/// Let go of a counted reference to `view` (see [`crate::view::ViewRc`]),
 /// under its root value's lock, as [`release_value`] does for values. A
 /// last count that moves into a release task lets go of the view's contents
 /// first (see [`View::release_contents`]).
@@ -847,6 +848,18 @@ pub(crate) fn release_view(view: Arc<View>) {
         }
         Released::View(last)
     });
+}
+
+impl Release for Value {
+    fn release(count: Arc<Value>) {
+        release_value(count)
+    }
+}
+
+impl Release for View {
+    fn release(count: Arc<View>) {
+        release_view(count)
+    }
 }
 
 /// Drop `count` under `value`'s lock; if it is the last one and operations

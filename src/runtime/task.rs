@@ -472,9 +472,9 @@ mod guard {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
+    use crate::handle::Tensor;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
-    use crate::value::Tensor;
 
     fn scalar() -> Tensor {
         Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
