@@ -31,6 +31,8 @@ pub mod backends;
 #[cfg(feature = "mimalloc")]
 mod block_cache;
 pub mod blocks;
+mod coalesced;
+mod counted;
 pub mod device;
 pub mod dispatch;
 pub mod domain;
@@ -39,6 +41,7 @@ pub mod error;
 pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
+mod handle;
 pub mod layout;
 pub mod ops;
 pub mod queue;
@@ -54,12 +57,12 @@ pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
 pub use dtype::{DType, Element, Imm, Scalar};
 pub use error::{Error, Result, Status};
+pub use handle::Tensor;
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
-pub use value::Tensor;
 pub use view::SliceSpec;
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).

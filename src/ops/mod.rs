@@ -13,6 +13,7 @@ mod kernel;
 mod linalg;
 mod name;
 pub(crate) mod submit;
+mod tensor_ops;
 mod transfer;
 
 use std::mem::ManuallyDrop;
@@ -24,11 +25,12 @@ use crate::dispatch::{self, Candidates, NativeOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::handle::{Repr, Tensor};
 use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::runtime::body::TaskBody;
 use crate::runtime::run_ctx::RunCtx;
-use crate::value::{Repr, Tensor, Value};
+use crate::value::Value;
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};

@@ -23,9 +23,10 @@ use crate::runtime::task::Task;
 use crate::runtime::work::{Completion, Work};
 use std::sync::Arc;
 
+use crate::handle::Tensor;
 use crate::layout::Layout;
 use crate::region::Region;
-use crate::value::{Contents, StateGuard, Tensor, Value, ValueState};
+use crate::value::{Contents, StateGuard, Value, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.
 /// Sorting operations by these positions per value recovers the order the

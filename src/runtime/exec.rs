@@ -364,6 +364,6 @@ pub(crate) fn release(value: Released) -> Arc<Task> {
 /// A task that runs nothing (a release task holding a count of `t`'s
 /// value), for tests of the task graph and of task memory.
 #[cfg(test)]
-pub(crate) fn idle_task(t: &crate::value::Tensor) -> Arc<Task> {
+pub(crate) fn idle_task(t: &crate::handle::Tensor) -> Arc<Task> {
     release(Released::Value(crate::value::ValueRc::new(t.root().clone())))
 }

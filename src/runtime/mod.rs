@@ -34,8 +34,3 @@ pub use deferred::{HostAccess, Token};
 pub use event::{Callback, Event};
 pub use handle::{Runtime, ShutdownMode};
 pub use token::GrantedView;
-
-// For the tensor layer's handles, which let go of their counts here, and
-// wait on their values.
-pub(crate) use release::{release_value, release_view};
-pub(crate) use waits::{ready_value, wait_value};

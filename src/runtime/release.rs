@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::exec;
 use super::work::Released;
+use crate::counted::Release;
 use crate::region::Region;
 use crate::value::Value;
 use crate::view::View;
@@ -22,7 +23,7 @@ pub(crate) fn release_value(value: Arc<Value>) {
     release_under(unsafe { &*ptr }, value, |last| Released::Value(crate::value::ValueRc::new(last)));
 }
 
-/// Let go of a counted reference to `view` (see [`crate::value::ViewRc`]),
+/// Let go of a counted reference to `view` (see [`crate::view::ViewRc`]),
 /// under its root value's lock, as [`release_value`] does for values. A
 /// last count that moves into a release task lets go of the view's contents
 /// first (see [`View::release_contents`]).
@@ -63,5 +64,17 @@ fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) 
     drop(s);
     if task.release_guard() {
         exec::run(task);
+    }
+}
+
+impl Release for Value {
+    fn release(count: Arc<Value>) {
+        release_value(count)
+    }
+}
+
+impl Release for View {
+    fn release(count: Arc<View>) {
+        release_view(count)
     }
 }

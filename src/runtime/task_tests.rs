@@ -26,9 +26,9 @@ mod guard {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
+    use crate::handle::Tensor;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
-    use crate::value::Tensor;
 
     fn scalar() -> Tensor {
         Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
@@ -110,12 +110,12 @@ mod queue {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
+    use crate::handle::Tensor;
     use crate::layout::Order;
     use crate::queue::{EpochQueue, Mode};
     use crate::region::Region;
     use crate::runtime::exec::idle_task as task;
     use crate::runtime::task::Task;
-    use crate::value::Tensor;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }
