@@ -20,7 +20,7 @@ use crate::domain::Domain;
 use crate::dtype::{DType, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::Layout;
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 use crate::runtime::task::Issue;
 
 /// Operation tags for dispatched (non-user) operations.

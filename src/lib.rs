@@ -43,6 +43,7 @@ pub mod layout;
 pub mod ops;
 pub mod queue;
 pub mod region;
+mod resolved;
 pub mod runtime;
 pub mod storage;
 mod sync;

@@ -16,8 +16,8 @@ mod layout {
     pub use tensorasync::layout::*;
 }
 #[allow(unused_imports)]
-mod ops {
-    pub use tensorasync::ops::ResolvedView;
+mod resolved {
+    pub use tensorasync::ResolvedView;
 }
 #[allow(dead_code, unused_imports)]
 #[path = "../../src/backends/dense/mod.rs"]

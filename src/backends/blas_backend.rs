@@ -7,7 +7,7 @@ use super::dense::Operand;
 use crate::dispatch::{Backend, BackendKind, NativeOp, OpTag, Outcome, RunCtx};
 use crate::domain::Domain;
 use crate::dtype::DType;
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 
 /// The system BLAS as a dispatch backend: it offers gemm for the float
 /// dtypes on the host, and declines (so the walk goes on) when no library was

@@ -7,7 +7,7 @@ use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{for_each_run, Layout};
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 use crate::with_element_type;
 
 pub(crate) struct Native;

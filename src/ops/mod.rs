@@ -27,6 +27,7 @@ use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::value::{Repr, Tensor, Value};
 
+pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
@@ -36,22 +37,6 @@ pub use linalg::{
 };
 pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
-
-/// A view materialised inside a running task: valid only while the task's
-/// access lasts (SPEC §2, "resolved view").
-#[derive(Debug)]
-pub struct ResolvedView<'a> {
-    /// Address of element `[0, 0, ...]`.
-    pub ptr: *mut u8,
-    pub dtype: DType,
-    pub extents: &'a [usize],
-    /// Strides in elements (may be negative or zero).
-    pub strides: &'a [isize],
-    pub mode: Mode,
-    pub domain: Domain,
-    /// Whether reads must conjugate (complex dtypes only).
-    pub conj: bool,
-}
 
 /// One operand of a submitted operation. Where its elements are is fixed at
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared

@@ -39,7 +39,7 @@ use num_complex::{Complex32, Complex64};
 
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 
 pub(crate) use copy::{conj_copy, permute_copy};
 pub(crate) use gemm::{contract, gemm, gemm_check, Mat2};
