@@ -21,15 +21,17 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use num_complex::Complex64;
 
 include!("common/kernel_shim.rs");
-// `blas.rs` refers to `super::dense`: both live at this crate's root.
+// The system BLAS loader (it needs nothing of the crate).
 #[allow(dead_code, unused_imports)]
-#[path = "../src/backends/blas.rs"]
+#[path = "../src/sysblas/library.rs"]
 mod blas;
 
 use blas::Blas;
-use dense::{Float, Mat2, Operand};
 #[allow(unused_imports)]
 use faer::traits::ComplexField as _;
+use kernels::float::Float;
+use kernels::gemm::{self as dense, Mat2};
+use kernels::operand::Operand;
 use tensorasync::{DType, Element, Scalar};
 
 const N: usize = 2048;

@@ -39,7 +39,9 @@ pub mod error;
 pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
+mod kernels;
 pub mod layout;
+mod op_name;
 pub mod ops;
 pub mod queue;
 pub mod region;
@@ -47,6 +49,7 @@ mod resolved;
 pub mod runtime;
 pub mod storage;
 mod sync;
+mod sysblas;
 pub mod value;
 pub mod view;
 

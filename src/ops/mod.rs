@@ -10,7 +10,6 @@ mod copy;
 mod elementwise;
 mod kernel;
 mod linalg;
-mod name;
 pub(crate) mod submit;
 mod transfer;
 
@@ -19,7 +18,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, NativeOp, RunCtx};
+use crate::dispatch::{self, Candidates, KernelOp, RunCtx};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -27,6 +26,7 @@ use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::value::{Repr, Tensor, Value};
 
+pub use crate::op_name::OpName;
 pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
@@ -35,7 +35,6 @@ pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelRe
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
-pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
 
 /// One operand of a submitted operation. Where its elements are is fixed at
@@ -135,7 +134,7 @@ impl Drop for Access {
 /// What a task does once its accesses are granted.
 pub(crate) enum Body {
     /// A library operation, walked over its backend candidates.
-    Native { op: NativeOp, candidates: Candidates },
+    Native { op: KernelOp, candidates: Candidates },
     /// A user kernel.
     Kernel(KernelFn),
     /// An operation whose body runs elsewhere (host access, external work):

@@ -4,22 +4,18 @@
 use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
+use super::check::{check_dtypes, check_output, check_rank, contract_shape, dims, gemm_shape, shape_err, try_vec};
 use super::copy::copy_nd;
-use super::{
-    check_dtypes, check_output, check_rank, contract_shape, dims, gemm_shape, scalar, shape_err, try_vec, with_float,
-    Float, Operand,
-};
+use super::float::{scalar, with_float, Float};
+use super::operand::Operand;
 use crate::dtype::Scalar;
 use crate::error::Result;
 
 /// Products smaller than this run on the calling thread alone. The unit is
 /// one f64 multiply-add: `m*n*k` weighted by the dtype's cost (f32 1/2, f64 1,
-/// c64 2, c128 4; see [`work`]). Measured on 2 idle cores inside a 2-thread
-/// rayon pool (benches/gemm.rs prints the sweep): 2-thread faer over
-/// sequential faer, f64, was 0.78-0.82 at n=64, 0.87-0.92 at n=80, 0.90-1.02
-/// at n=96, 1.34-1.48 at n=128 and 1.7-1.8 from n=192. Below the crossover the
-/// fork/join costs more than it saves, and a small task is better left to the
-/// runtime's task-level parallelism.
+/// c64 2, c128 4; see [`work`]). Below it the fork/join costs more than it
+/// saves (the crossover measured by benches/gemm.rs), and a small task is
+/// better left to the runtime's task-level parallelism.
 pub(crate) const PAR_MIN_FLOPS: usize = 112 * 112 * 112;
 
 /// The cost of an `m x n x k` product in f64 multiply-adds (see [`PAR_MIN_FLOPS`]).
@@ -34,9 +30,8 @@ pub(crate) fn work<T: Float>(m: usize, n: usize, k: usize) -> usize {
 }
 
 /// Products with at most this many multiply-adds (`m*n*k`) use a direct
-/// triple loop instead of faer, whose dispatch costs about 20-30 ns. Measured
-/// (benches/gemm.rs, f64, square): n=2 loop 12 ns vs faer 21 ns; n=4 34 vs 33;
-/// n=6 88 vs 44; beyond, faer's small kernels win clearly.
+/// triple loop instead of faer, whose fixed dispatch cost dominates such tiny
+/// products (crossover measured by benches/gemm.rs).
 pub(crate) const SMALL_MAX_FLOPS: usize = 3 * 3 * 3;
 
 /// A typed 2-d strided matrix.
