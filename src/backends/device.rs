@@ -33,7 +33,8 @@ use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::kernels::blas_plan;
-use crate::kernels::gemm::{gemm_check, Mat2};
+use crate::kernels::gemm::gemm_check;
+use crate::kernels::mat2::Mat2;
 use crate::kernels::operand::Operand;
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
 use crate::resolved::ResolvedView;
@@ -502,11 +503,14 @@ impl Drop for Staging {
     }
 }
 
-/// Page-locked buffers kept for reuse, per device: `(capacity, address)`.
-/// Allocating page-locked memory is slow (it maps and pins pages), so
-/// transfers reuse buffers; at most [`POOL_BYTES`] stay cached per device.
-fn pools() -> &'static Mutex<HashMap<u32, Vec<(usize, usize)>>> {
-    static POOLS: OnceLock<Mutex<HashMap<u32, Vec<(usize, usize)>>>> = OnceLock::new();
+/// Page-locked buffers kept for reuse, per device ordinal: `(capacity, address)`.
+type Pools = Mutex<HashMap<u32, Vec<(usize, usize)>>>;
+
+/// The page-locked buffer pools. Allocating page-locked memory is slow (it
+/// maps and pins pages), so transfers reuse buffers; at most [`POOL_BYTES`]
+/// stay cached per device.
+fn pools() -> &'static Pools {
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     POOLS.get_or_init(Default::default)
 }
 

@@ -6,6 +6,7 @@ use crate::dispatch::op::{HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::kernels::contract;
 use crate::kernels::copy as kcopy;
 use crate::kernels::gemm;
 use crate::kernels::operand::Operand;
@@ -55,7 +56,7 @@ impl Backend for NativeBackend {
                 }
                 KernelOp::Contract(x) => {
                     let (c, a, b) = (Operand::from(&v[0]), Operand::from(&v[1]), Operand::from(&v[2]));
-                    gemm::contract(&c, x.alpha.get(v), &a, &b, &x.a_axes, &x.b_axes, x.beta.map(|s| s.get(v)))
+                    contract::contract(&c, x.alpha.get(v), &a, &b, &x.a_axes, &x.b_axes, x.beta.map(|s| s.get(v)))
                 }
                 KernelOp::Permute(perm) => kcopy::permute_copy(&Operand::from(&v[0]), &Operand::from(&v[1]), perm),
                 KernelOp::ConjCopy => kcopy::conj_copy(&Operand::from(&v[0]), &Operand::from(&v[1])),

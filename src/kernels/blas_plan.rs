@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use super::gemm::Mat2;
+use super::mat2::Mat2;
 
 /// How BLAS reads one operand of logical shape `p x q`: its transpose flag
 /// and leading dimension, or why it cannot.

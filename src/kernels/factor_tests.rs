@@ -10,8 +10,8 @@ use num_complex::{Complex32, Complex64 as C};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::gemm::{work, PAR_MIN_FLOPS};
 use super::operand::Operand;
+use super::par::{work, PAR_MIN_FLOPS};
 use super::potrf::potrf;
 use super::syrk::syrk;
 use super::tests::{complex, rand_scalar, Lay, Placed, Tens, TestEl};

@@ -4,7 +4,7 @@
 use faer::{Conj, MatMut, MatRef};
 
 use super::float::{Float, RealFloat};
-use super::gemm::Mat2;
+use super::mat2::Mat2;
 
 pub(crate) fn transpose<T>(m: Mat2<T>) -> Mat2<T> {
     Mat2 { rows: m.cols, cols: m.rows, rs: m.cs, cs: m.rs, ..m }

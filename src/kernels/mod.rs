@@ -27,11 +27,14 @@
 
 pub(crate) mod blas_plan;
 pub(crate) mod check;
+pub(crate) mod contract;
 pub(crate) mod copy;
 pub(crate) mod faer_mat;
 pub(crate) mod float;
 pub(crate) mod gemm;
+pub(crate) mod mat2;
 pub(crate) mod operand;
+pub(crate) mod par;
 pub(crate) mod potrf;
 pub(crate) mod reduce;
 pub(crate) mod syrk;

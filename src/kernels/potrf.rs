@@ -7,7 +7,7 @@
 //! an output is written: the other strict triangle may hold anything (even
 //! NaN) and is left untouched, as in LAPACK and BLAS. Strided operands of
 //! any layout, conj flags on inputs, checks before anything is written, and
-//! faer for the arithmetic, parallel as [`super::gemm::par_for`] decides.
+//! faer for the arithmetic, parallel as [`super::par::par_for`] decides.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch, LltError, LltParams};
@@ -19,8 +19,9 @@ use faer::{Accum, Conj, MatMut, Par, Spec};
 use super::check::{arg_err, check_dtypes, check_output, dims, shape_err, two_d};
 use super::faer_mat::{mat_mut, transpose, ToF64};
 use super::float::{scalar, with_float, Float};
-use super::gemm::{par_for, work, Mat2};
+use super::mat2::Mat2;
 use super::operand::Operand;
+use super::par::{par_for, work};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
 

@@ -7,10 +7,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::check::{contract_shape, gemm_shape, sum_shape};
+use super::contract::contract;
 use super::copy::{conj_copy, permute_copy};
 use super::float::{Float, RealFloat};
-use super::gemm::{contract, gemm, par_for, work, PAR_MIN_FLOPS};
+use super::gemm::gemm;
 use super::operand::Operand;
+use super::par::{par_for, work, PAR_MIN_FLOPS};
 use super::reduce::{dot, norm2, sum};
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Result, Status};

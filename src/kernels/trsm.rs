@@ -7,15 +7,16 @@
 //! an output is written: the other strict triangle may hold anything (even
 //! NaN) and is left untouched, as in LAPACK and BLAS. Strided operands of
 //! any layout, conj flags on inputs, checks before anything is written, and
-//! faer for the arithmetic, parallel as [`super::gemm::par_for`] decides.
+//! faer for the arithmetic, parallel as [`super::par::par_for`] decides.
 
 use faer::linalg::triangular_solve as ts;
 
 use super::check::{check_dtypes, check_output, dims, shape_err, two_d};
 use super::faer_mat::{conj_of, mat_mut, mat_ref, transpose};
 use super::float::{scalar, with_float, Float};
-use super::gemm::{par_for, scale_mat, work, Mat2};
+use super::mat2::{scale_mat, Mat2};
 use super::operand::Operand;
+use super::par::{par_for, work};
 use crate::dtype::Scalar;
 use crate::error::Result;
 

@@ -250,6 +250,8 @@ pub fn gemm<'a>(
 /// over; `C`'s axes are `A`'s free axes then `B`'s, each in order. With
 /// `beta` `None`, an overwrite (constructs or replaces `C` as
 /// [`assign_product`] does); otherwise `C = alpha·(A·B) + beta·C`.
+// The arguments are those of tensordot plus the BLAS-style scalars.
+#[allow(clippy::too_many_arguments)]
 pub fn contract<'a>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,

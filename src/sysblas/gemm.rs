@@ -9,7 +9,8 @@ use crate::dtype::{Element, Scalar};
 use crate::error::Error;
 use crate::kernels::blas_plan::plan;
 use crate::kernels::float::with_float;
-use crate::kernels::gemm::{gemm_check, Mat2};
+use crate::kernels::gemm::gemm_check;
+use crate::kernels::mat2::Mat2;
 use crate::kernels::operand::Operand;
 
 /// `C = alpha·op(A)·op(B) [+ beta·C]` through the process's BLAS, with the
