@@ -42,13 +42,17 @@ pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
 mod handle;
+mod kernels;
 pub mod layout;
+mod op_name;
 pub mod ops;
 pub mod queue;
 pub mod region;
+mod resolved;
 pub mod runtime;
 pub mod storage;
 mod sync;
+mod sysblas;
 pub mod value;
 pub mod view;
 

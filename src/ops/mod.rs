@@ -11,7 +11,6 @@ mod elementwise;
 mod host_access;
 mod kernel;
 mod linalg;
-mod name;
 pub(crate) mod submit;
 mod tensor_ops;
 mod transfer;
@@ -21,7 +20,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, NativeOp};
+use crate::dispatch::{self, Candidates, KernelOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -32,6 +31,8 @@ use crate::runtime::body::TaskBody;
 use crate::runtime::run_ctx::RunCtx;
 use crate::value::Value;
 
+pub use crate::op_name::OpName;
+pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
@@ -39,24 +40,7 @@ pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelRe
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
-pub use name::OpName;
 pub use submit::{EnrollTrace, Submit};
-
-/// A view materialised inside a running task: valid only while the task's
-/// access lasts (SPEC §2, "resolved view").
-#[derive(Debug)]
-pub struct ResolvedView<'a> {
-    /// Address of element `[0, 0, ...]`.
-    pub ptr: *mut u8,
-    pub dtype: DType,
-    pub extents: &'a [usize],
-    /// Strides in elements (may be negative or zero).
-    pub strides: &'a [isize],
-    pub mode: Mode,
-    pub domain: Domain,
-    /// Whether reads must conjugate (complex dtypes only).
-    pub conj: bool,
-}
 
 /// One operand of a submitted operation. Where its elements are is fixed at
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared
@@ -155,7 +139,7 @@ impl Drop for Access {
 /// What a task does once its accesses are granted.
 pub(crate) enum Body {
     /// A library operation, walked over its backend candidates.
-    Native { op: NativeOp, candidates: Candidates },
+    Native { op: KernelOp, candidates: Candidates },
     /// A user kernel.
     Kernel(KernelFn),
     /// An operation whose body runs elsewhere (host access, external work):
