@@ -39,7 +39,11 @@ pub mod error;
 pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
+mod future;
+mod host;
 pub mod layout;
+mod ndarray_io;
+mod ndview;
 pub mod ops;
 pub mod queue;
 pub mod region;
@@ -55,12 +59,17 @@ pub use domain::Domain;
 pub use dtype::{DType, Element, Imm, Scalar};
 pub use error::{Error, Result, Status};
 pub use layout::{Layout, Order};
-pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
+pub use ops::{KernelCall, KernelFailure, KernelFn, KernelResult, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
 pub use value::Tensor;
 pub use view::SliceSpec;
+
+pub use host::{Acquire, ReadGuard, WriteGuard};
+/// The `ndarray` crate this API's views and arrays come from.
+pub use ndarray;
+pub use ndarray_io::{copy_from_array, copy_from_slice};
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
 #[cfg(feature = "mimalloc")]
