@@ -29,6 +29,11 @@ pub(crate) struct Inner {
     /// The task this event completes, for refusing waits that cannot finish
     /// (a `Task`, named only where waits are: the task holds its event).
     pub(crate) task: Mutex<Option<Weak<dyn Any + Send + Sync>>>,
+    /// Tasks awaiting the event as a future (see [`Event::poll_waker`]).
+    /// `has_wakers` is set under `state`'s lock, so completion reads it
+    /// without taking this lock when nobody awaits.
+    wakers: Mutex<SmallVec<[std::task::Waker; 1]>>,
+    has_wakers: std::sync::atomic::AtomicBool,
 }
 
 /// The completion of one submitted operation. Cloning shares the event.
@@ -57,6 +62,8 @@ impl Event {
             state: Mutex::new(State::Pending(SmallVec::new())),
             cv: Condvar::new(),
             task: Mutex::new(None),
+            wakers: Mutex::new(SmallVec::new()),
+            has_wakers: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -90,7 +97,33 @@ impl Event {
             }
         };
         self.0.cv.notify_all();
+        if self.0.has_wakers.load(std::sync::atomic::Ordering::Acquire) {
+            for w in std::mem::take(&mut *self.0.wakers.lock()) {
+                w.wake();
+            }
+        }
         callbacks
+    }
+
+    /// The outcome if the operation has completed; otherwise `waker` is woken
+    /// when it completes (registered under the state lock, so a completion
+    /// cannot slip between the check and the registration).
+    pub(crate) fn poll_waker(&self, waker: &std::task::Waker) -> Option<Result<()>> {
+        let s = self.0.state.lock();
+        match &*s {
+            State::Done(r) => Some(r.clone()),
+            State::Pending(_) => {
+                let mut w = self.0.wakers.lock();
+                if !w.iter().any(|x| x.will_wake(waker)) {
+                    w.push(waker.clone());
+                }
+                self.0.has_wakers.store(true, std::sync::atomic::Ordering::Release);
+                drop(w);
+                drop(s);
+                poke();
+                None
+            }
+        }
     }
 
     /// The outcome if the operation has completed.
