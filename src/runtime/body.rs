@@ -50,11 +50,9 @@ unsafe fn as_dyn<B: TaskBody>(p: *mut u8) -> *mut dyn TaskBody {
     p.cast::<B>() as *mut dyn TaskBody
 }
 
-// SAFETY: the body held is `Send` (a `TaskBody` bound); `&InlineBody` only
-// gives out `&dyn TaskBody`, whose callers (the task's running thread, or
-// readers of an unscheduled task) have the exclusivity the task gives them.
+// SAFETY: the body held is `Send` (a `TaskBody` bound), and the room holds
+// nothing else.
 unsafe impl Send for InlineBody {}
-unsafe impl Sync for InlineBody {}
 
 impl InlineBody {
     /// Store `body` in place.

@@ -131,7 +131,7 @@ fn execute(task: &Arc<Task>) -> ReadyList {
     }
     if let Some(token) = failed_external {
         // Failed (or cancelled) before its body started.
-        let failure = result.clone().err().expect("an external operation concludes here only on failure");
+        let failure = result.clone().expect_err("an external operation concludes here only on failure");
         let ready = conclude(task, slot, result, true);
         token.failed_before_start(&failure, failure.status() == Status::Cancelled);
         return ready;

@@ -224,6 +224,7 @@ impl Task {
     ///
     /// # Safety
     /// Only before the task is enrolled on any queue or scheduled.
+    #[expect(clippy::mut_from_ref, reason = "the work is in an UnsafeCell; the contract gives one thread access")]
     pub(crate) unsafe fn work_mut(&self) -> &mut Work {
         // SAFETY: exclusive by the contract above.
         unsafe { (*self.work.get()).as_mut().expect("work is present until the task runs") }
@@ -244,6 +245,7 @@ impl Task {
     /// or that received the task from `finish` or `issue` (which return each
     /// task to exactly one caller). The counter's AcqRel transitions order
     /// every earlier access before this one.
+    #[expect(clippy::mut_from_ref, reason = "the work is in an UnsafeCell; the contract gives one thread access")]
     pub(crate) unsafe fn running_work(&self) -> &mut Option<Work> {
         // SAFETY: exclusive by the contract above.
         unsafe { &mut *self.work.get() }
