@@ -21,15 +21,19 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use num_complex::Complex64;
 
 include!("common/kernel_shim.rs");
-// `blas.rs` refers to `super::dense`: both live at this crate's root.
+// The system BLAS loader (it needs nothing of the crate).
 #[allow(dead_code, unused_imports)]
-#[path = "../src/backends/blas.rs"]
+#[path = "../src/sysblas/library.rs"]
 mod blas;
 
 use blas::Blas;
-use dense::{Float, Mat2, Operand};
 #[allow(unused_imports)]
 use faer::traits::ComplexField as _;
+use kernels::float::Float;
+use kernels::gemm::{self as dense, SMALL_MAX_FLOPS};
+use kernels::mat2::Mat2;
+use kernels::operand::Operand;
+use kernels::par::PAR_MIN_FLOPS;
 use tensorasync::{DType, Element, Scalar};
 
 const N: usize = 2048;
@@ -279,7 +283,7 @@ fn report(what: &str, res: &[(f64, f64)], have_blas: bool) {
 /// parallel product start to pay? (`PAR_MIN_FLOPS` is set from this.)
 fn threshold(pool: &rayon::ThreadPool) {
     println!("\n== parallel threshold, f64, inside a {THREADS}-thread pool (GF/s, best of interleaved reps) ==");
-    println!("current PAR_MIN_FLOPS = {} (f64 n = {:.0})", dense::PAR_MIN_FLOPS, (dense::PAR_MIN_FLOPS as f64).cbrt());
+    println!("current PAR_MIN_FLOPS = {} (f64 n = {:.0})", PAR_MIN_FLOPS, (PAR_MIN_FLOPS as f64).cbrt());
     pool.install(|| {
         for n in [32usize, 48, 64, 80, 96, 128, 192, 256] {
             let mut p = Problem::<f64>::new(n);
@@ -343,11 +347,7 @@ fn criterion_benches(c: &mut Criterion, pool: &rayon::ThreadPool, lib: Option<&B
 /// from this).
 fn small_sweep() {
     println!("\n== tiny products, f64: direct loop vs faer (ns per call, best of interleaved reps) ==");
-    println!(
-        "current SMALL_MAX_FLOPS = {} (n = {:.0})",
-        dense::SMALL_MAX_FLOPS,
-        (dense::SMALL_MAX_FLOPS as f64).cbrt()
-    );
+    println!("current SMALL_MAX_FLOPS = {} (n = {:.0})", SMALL_MAX_FLOPS, (SMALL_MAX_FLOPS as f64).cbrt());
     for n in [2usize, 4, 6, 8, 10, 12, 16] {
         let mut p = Problem::<f64>::new(n);
         let mut q = Problem::<f64>::new(n);

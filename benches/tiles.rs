@@ -28,7 +28,8 @@ use criterion::{BatchSize, Criterion, Throughput};
 
 include!("common/kernel_shim.rs");
 
-use dense::Operand;
+use kernels::operand::Operand;
+use kernels::{gemm::gemm, potrf::potrf, syrk::syrk, trsm::trsm};
 use tensorasync::{DType, Scalar};
 
 const N: usize = 256;
@@ -189,20 +190,20 @@ fn col(n: usize) -> ([usize; 2], [isize; 2]) {
 
 fn potrf_native(n: usize, a: &mut [f64]) {
     let (e, s) = col(n);
-    unsafe { dense::potrf(&op(a, &e, &s), true) }.map_err(|e| e.error).unwrap();
+    unsafe { potrf(&op(a, &e, &s), true) }.map_err(|e| e.error).unwrap();
 }
 
 /// `B <- B·L^{-T}`: a right solve with the transposed (upper) view of L.
 fn trsm_native(n: usize, b: &mut [f64], l: &[f64]) {
     let (e, s) = col(n);
     let lt = [n as isize, 1];
-    unsafe { dense::trsm(&op(b, &e, &s), &op(l, &e, &lt), false, false, false, Scalar::real(1.0)) }.unwrap();
+    unsafe { trsm(&op(b, &e, &s), &op(l, &e, &lt), false, false, false, Scalar::real(1.0)) }.unwrap();
 }
 
 /// `C <- C - A·A^T`, lower triangle.
 fn syrk_native(n: usize, c: &mut [f64], a: &[f64]) {
     let (e, s) = col(n);
-    unsafe { dense::syrk(&op(c, &e, &s), &op(a, &e, &s), Scalar::real(-1.0), Some(Scalar::real(1.0)), true) }.unwrap();
+    unsafe { syrk(&op(c, &e, &s), &op(a, &e, &s), Scalar::real(-1.0), Some(Scalar::real(1.0)), true) }.unwrap();
 }
 
 /// `C <- C - A·B^T`.
@@ -210,7 +211,7 @@ fn gemm_native(n: usize, c: &mut [f64], a: &[f64], b: &[f64]) {
     let (e, s) = col(n);
     let bt = [n as isize, 1];
     let (one, m1) = (Scalar::real(1.0), Scalar::real(-1.0));
-    unsafe { dense::gemm(&op(c, &e, &s), m1, &op(a, &e, &s), &op(b, &e, &bt), Some(one)) }.unwrap();
+    unsafe { gemm(&op(c, &e, &s), m1, &op(a, &e, &s), &op(b, &e, &bt), Some(one)) }.unwrap();
 }
 
 fn ch(c: u8) -> c_char {

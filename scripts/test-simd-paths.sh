@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FILTER=backends::dense::linalg::tests
+FILTER=kernels::factor_tests
 
 if ! command -v qemu-x86_64 >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

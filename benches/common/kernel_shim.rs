@@ -1,4 +1,4 @@
-// The library's dense kernels are `pub(crate)`, so the kernel benches
+// The library's kernels are `pub(crate)`, so the kernel benches
 // compile their sources into themselves, on top of the library's public
 // types: these are the modules the kernel sources refer to as `crate::...`.
 // Included at the root of each kernel bench (`include!`); the `#[path]` is
@@ -16,9 +16,9 @@ mod layout {
     pub use tensorasync::layout::*;
 }
 #[allow(unused_imports)]
-mod ops {
-    pub use tensorasync::ops::ResolvedView;
+mod resolved {
+    pub use tensorasync::ResolvedView;
 }
 #[allow(dead_code, unused_imports)]
-#[path = "../../src/backends/dense/mod.rs"]
-mod dense;
+#[path = "../../src/kernels/mod.rs"]
+mod kernels;

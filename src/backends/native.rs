@@ -1,18 +1,27 @@
 //! The native CPU backend: pure-Rust leaf kernels over resolved strided views.
 //! Always present, every dtype, any strides; conj flags on inputs are honoured.
 
-use super::dense::{self, Operand};
-use crate::dispatch::{Backend, BackendKind, HostBuffer, NativeOp, OpTag, Outcome, RunCtx};
+use crate::dispatch::backend::{Backend, BackendKind, Outcome, RunCtx};
+use crate::dispatch::op::{HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::kernels::contract;
+use crate::kernels::copy as kcopy;
+use crate::kernels::gemm;
+use crate::kernels::operand::Operand;
+use crate::kernels::potrf;
+use crate::kernels::reduce;
+use crate::kernels::syrk;
+use crate::kernels::trsm;
 use crate::layout::{for_each_run, Layout};
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 use crate::with_element_type;
 
-pub(crate) struct Native;
+/// The native backend (always present, every dtype, any strides).
+pub(crate) struct NativeBackend;
 
-impl Backend for Native {
+impl Backend for NativeBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Native
     }
@@ -23,45 +32,45 @@ impl Backend for Native {
         // Every dispatched operation, every dtype, any strides.
         domain == Domain::Host
     }
-    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>], _cx: &mut RunCtx) -> Outcome {
+    fn run(&self, op: &KernelOp, v: &[ResolvedView<'_>], _cx: &mut RunCtx) -> Outcome {
         // SAFETY (all arms): the views were resolved from granted accesses, so
         // their elements lie inside live storage and no other task writes them
         // concurrently; host buffers are valid by the caller's contract.
         Outcome::Done(unsafe {
             match op {
-                NativeOp::Fill(s) => {
+                KernelOp::Fill(s) => {
                     fill(&v[0], *s);
                     Ok(())
                 }
-                NativeOp::Scale(s) => {
+                KernelOp::Scale(s) => {
                     scale(&v[0], *s);
                     Ok(())
                 }
-                NativeOp::Axpy(s) => axpy(&v[0], *s, &v[1]),
-                NativeOp::Copy => copy_views(&v[0], &v[1]),
-                NativeOp::CopyIn(buf) => copy_in(&v[0], buf),
-                NativeOp::CopyOut(buf) => copy_out(&v[0], buf),
-                NativeOp::Gemm { alpha, beta } => {
+                KernelOp::Axpy(s) => axpy(&v[0], *s, &v[1]),
+                KernelOp::Copy => copy_views(&v[0], &v[1]),
+                KernelOp::CopyIn(buf) => copy_in(&v[0], buf),
+                KernelOp::CopyOut(buf) => copy_out(&v[0], buf),
+                KernelOp::Gemm { alpha, beta } => {
                     let (c, a, b) = (Operand::from(&v[0]), Operand::from(&v[1]), Operand::from(&v[2]));
-                    dense::gemm(&c, alpha.get(v), &a, &b, beta.map(|s| s.get(v)))
+                    gemm::gemm(&c, alpha.get(v), &a, &b, beta.map(|s| s.get(v)))
                 }
-                NativeOp::Contract(x) => {
+                KernelOp::Contract(x) => {
                     let (c, a, b) = (Operand::from(&v[0]), Operand::from(&v[1]), Operand::from(&v[2]));
-                    dense::contract(&c, x.alpha.get(v), &a, &b, &x.a_axes, &x.b_axes, x.beta.map(|s| s.get(v)))
+                    contract::contract(&c, x.alpha.get(v), &a, &b, &x.a_axes, &x.b_axes, x.beta.map(|s| s.get(v)))
                 }
-                NativeOp::Permute(perm) => dense::permute_copy(&Operand::from(&v[0]), &Operand::from(&v[1]), perm),
-                NativeOp::ConjCopy => dense::conj_copy(&Operand::from(&v[0]), &Operand::from(&v[1])),
-                NativeOp::Sum(axes) => dense::sum(&Operand::from(&v[0]), &Operand::from(&v[1]), axes.as_deref()),
-                NativeOp::Dot { conjugate } => {
-                    dense::dot(&Operand::from(&v[0]), &Operand::from(&v[1]), &Operand::from(&v[2]), *conjugate)
+                KernelOp::Permute(perm) => kcopy::permute_copy(&Operand::from(&v[0]), &Operand::from(&v[1]), perm),
+                KernelOp::ConjCopy => kcopy::conj_copy(&Operand::from(&v[0]), &Operand::from(&v[1])),
+                KernelOp::Sum(axes) => reduce::sum(&Operand::from(&v[0]), &Operand::from(&v[1]), axes.as_deref()),
+                KernelOp::Dot { conjugate } => {
+                    reduce::dot(&Operand::from(&v[0]), &Operand::from(&v[1]), &Operand::from(&v[2]), *conjugate)
                 }
-                NativeOp::Norm2 => dense::norm2(&Operand::from(&v[0]), &Operand::from(&v[1])),
-                NativeOp::Potrf { lower } => dense::potrf(&Operand::from(&v[0]), *lower).map_err(Error::from),
-                NativeOp::Trsm { left, lower, unit_diag, alpha } => {
-                    dense::trsm(&Operand::from(&v[0]), &Operand::from(&v[1]), *left, *lower, *unit_diag, *alpha)
+                KernelOp::Norm2 => reduce::norm2(&Operand::from(&v[0]), &Operand::from(&v[1])),
+                KernelOp::Potrf { lower } => potrf::potrf(&Operand::from(&v[0]), *lower).map_err(Error::from),
+                KernelOp::Trsm { left, lower, unit_diag, alpha } => {
+                    trsm::trsm(&Operand::from(&v[0]), &Operand::from(&v[1]), *left, *lower, *unit_diag, *alpha)
                 }
-                NativeOp::Syrk { lower, alpha, beta } => {
-                    dense::syrk(&Operand::from(&v[0]), &Operand::from(&v[1]), *alpha, *beta, *lower)
+                KernelOp::Syrk { lower, alpha, beta } => {
+                    syrk::syrk(&Operand::from(&v[0]), &Operand::from(&v[1]), *alpha, *beta, *lower)
                 }
             }
         })

@@ -1,7 +1,7 @@
 //! Devices (SPEC §2.7): the seam between the runtime and a GPU driver.
 //!
 //! The runtime, the operations and the CUDA dispatch backend
-//! ([`crate::backends::cuda`]) talk to a device only through the [`Device`]
+//! (`crate::backends::device`) talk to a device only through the [`Device`]
 //! trait: memory, asynchronous copies and memsets, a few BLAS calls, and
 //! stream markers and notifications. Two implementations sit behind it:
 //!
@@ -36,9 +36,9 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 
 mod cuda;
+pub(crate) mod memory;
 mod registry;
 pub mod sim;
-pub(crate) mod storage;
 
 /// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
 #[doc(hidden)]

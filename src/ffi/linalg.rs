@@ -377,7 +377,7 @@ pub extern "C" fn ta_blas_info(buf: *mut c_char, cap: usize, len_out: *mut usize
     const O: &str = "ta_blas_info";
     guard(O, std::ptr::null_mut(), || {
         super::error::check_buf(buf, cap, O)?;
-        let info = crate::backends::blas::blas_info()
+        let info = crate::sysblas::library::blas_info()
             .ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
         super::error::copy_str(&info, buf, cap, len_out);
         Ok(())

@@ -16,6 +16,9 @@ pub extern "C" fn ta_runtime_new(
 ) -> ta_status {
     guard("ta_runtime_new", error, || {
         need(runtime_out, "ta_runtime_new", "runtime_out")?;
+        // The allocator is the C library's: it keeps freed memory (see `retain_freed_memory`).
+        #[cfg(feature = "mimalloc")]
+        crate::allocator::retain_freed_memory();
         let rt = Runtime::new(threads)?;
         put(runtime_out, make_handle(Object::Runtime(rt), "ta_runtime_new")?);
         Ok(())

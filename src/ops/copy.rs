@@ -3,13 +3,14 @@
 use super::elementwise::same_extents;
 use super::submit::{submit, Submit};
 use super::Body;
-use crate::dispatch::{self, HostBuffer, NativeOp, OpTag};
+use crate::dispatch::{self, HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::{Tensor, Value};
+use crate::value::Value;
 
 /// `dst = src`, element by element, whatever the two layouts. An overwrite: it
 /// constructs an unconstructed `dst` (dense row-major, `src`'s extents) and
@@ -27,7 +28,7 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
     // destination's device, if both are devices).
     let domain = if dst.domain() == Domain::Host { src.domain() } else { dst.domain() };
     let candidates = dispatch::select(OpTag::Copy, dst.dtype(), domain, opts.selector, ORIGIN)?;
-    let body = Body::Native { op: NativeOp::Copy, candidates };
+    let body = Body::Native { op: KernelOp::Copy, candidates };
     let dtype = dst.dtype();
     let dst_domain = dst.domain();
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
@@ -57,7 +58,7 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
     let dtype = dst.dtype();
     let domain = dst.domain();
     let body =
-        Body::Native { op: NativeOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
+        Body::Native { op: KernelOp::CopyIn(Box::new(HostBuffer { ptr: ptr as *mut u8, layout: src })), candidates };
     submit(ORIGIN, ORIGIN, &[(dst, Mode::Write)], body, opts, |l| {
         match l.layout(0) {
             None => l.construct(0, Value::alloc_contents(dtype, &extents, Order::RowMajor, domain, ORIGIN)?),
@@ -112,7 +113,7 @@ pub unsafe fn copy_out(
     }
     check_host_buffer(ptr, &layout, src, ORIGIN)?;
     let candidates = dispatch::select(OpTag::CopyOut, src.dtype(), src.domain(), opts.selector, ORIGIN)?;
-    let body = Body::Native { op: NativeOp::CopyOut(Box::new(HostBuffer { ptr, layout })), candidates };
+    let body = Body::Native { op: KernelOp::CopyOut(Box::new(HostBuffer { ptr, layout })), candidates };
     submit(ORIGIN, ORIGIN, &[(src, Mode::Read)], body, opts, |l| {
         if l.layout(0).is_some_and(|have| have.extents != extents) {
             return Err(Error::new(Status::ShapeMismatch, ORIGIN, "the source changed shape during submission"));

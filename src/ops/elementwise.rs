@@ -2,12 +2,12 @@
 
 use super::submit::{submit, Locked, Submit};
 use super::Body;
-use crate::dispatch::{self, NativeOp, OpTag};
+use crate::dispatch::{self, KernelOp, OpTag};
 use crate::dtype::{Imm, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Tensor;
 
 /// Reject operands whose dtype or domain differ from the first one's.
 pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Result<()> {
@@ -48,7 +48,7 @@ pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Optio
     let value = value.into();
     value.check_for(t.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, ORIGIN)?;
-    let body = Body::Native { op: NativeOp::Fill(value), candidates };
+    let body = Body::Native { op: KernelOp::Fill(value), candidates };
     submit(ORIGIN, ORIGIN, &[(t, Mode::Write)], body, opts, |_| Ok(()))
 }
 
@@ -58,7 +58,7 @@ pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Opti
     let alpha = alpha.into();
     alpha.check_for(x.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, ORIGIN)?;
-    let body = Body::Native { op: NativeOp::Scale(alpha), candidates };
+    let body = Body::Native { op: KernelOp::Scale(alpha), candidates };
     submit(ORIGIN, ORIGIN, &[(x, Mode::Update)], body, opts, |_| Ok(()))
 }
 
@@ -70,6 +70,6 @@ pub fn axpy(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_>) -> Result<O
     same_dtype_and_domain(ORIGIN, &[y, x])?;
     alpha.check_for(y.dtype(), ORIGIN)?;
     let candidates = dispatch::select(OpTag::Axpy, y.dtype(), y.domain(), opts.selector, ORIGIN)?;
-    let body = Body::Native { op: NativeOp::Axpy(alpha), candidates };
+    let body = Body::Native { op: KernelOp::Axpy(alpha), candidates };
     submit(ORIGIN, ORIGIN, &[(y, Mode::Update), (x, Mode::Read)], body, opts, |l| same_extents(ORIGIN, l, 0, 1))
 }

@@ -12,14 +12,15 @@ use smallvec::SmallVec;
 use super::elementwise::same_dtype_and_domain;
 use super::submit::{submit, Locked, Submit};
 use super::Body;
-use crate::backends::dense;
-use crate::dispatch::{self, NativeOp, ScalarSlot};
+use crate::dispatch::{self, KernelOp, ScalarSlot};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
+use crate::kernels::check as shapes;
 use crate::layout::{Extents, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::{Tensor, Value};
+use crate::value::Value;
 
 /// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
 #[derive(Clone, Copy)]
@@ -158,7 +159,7 @@ fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str
     Ok(())
 }
 
-fn native(op: NativeOp, dtype: DType, c: &Tensor, opts: &Submit<'_>, origin: &'static str) -> Result<Body> {
+fn native(op: KernelOp, dtype: DType, c: &Tensor, opts: &Submit<'_>, origin: &'static str) -> Result<Body> {
     let candidates = dispatch::select(op.tag(), dtype, c.domain(), opts.selector, origin)?;
     Ok(Body::Native { op, candidates })
 }
@@ -195,12 +196,13 @@ fn gemm_like<'a>(
     args.push(b, Mode::Read);
     let alpha = args.scalar(alpha)?;
     let beta = beta.map(|s| args.scalar(s)).transpose()?;
-    let body = native(NativeOp::Gemm { alpha, beta }, dtype, c, &opts, origin)?;
+    let body = native(KernelOp::Gemm { alpha, beta }, dtype, c, &opts, origin)?;
     let n = args.operands.len();
     submit(origin, origin, &args.operands, body, opts, |l| {
         scalars_are_0d(l, 3, n, origin)?;
         let (ea, eb) = (extents_of(l, 1), extents_of(l, 2));
-        let shape = dense::gemm_shape(&ea, &eb).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
+        let shape =
+            shapes::gemm_shape(&ea, &eb).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
         if beta.is_some() {
             require_output(l, 0, &shape, origin)
         } else {
@@ -249,6 +251,8 @@ pub fn gemm<'a>(
 /// over; `C`'s axes are `A`'s free axes then `B`'s, each in order. With
 /// `beta` `None`, an overwrite (constructs or replaces `C` as
 /// [`assign_product`] does); otherwise `C = alpha·(A·B) + beta·C`.
+// The arguments are those of tensordot plus the BLAS-style scalars.
+#[allow(clippy::too_many_arguments)]
 pub fn contract<'a>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
@@ -269,7 +273,7 @@ pub fn contract<'a>(
     args.push(b, Mode::Read);
     let alpha = args.scalar(alpha.into())?;
     let beta_slot = beta.map(|s| args.scalar(s)).transpose()?;
-    let op = NativeOp::Contract(Box::new(dispatch::ContractArgs {
+    let op = KernelOp::Contract(Box::new(dispatch::ContractArgs {
         alpha,
         beta: beta_slot,
         a_axes: a_axes.into(),
@@ -279,7 +283,7 @@ pub fn contract<'a>(
     let n = args.operands.len();
     submit(O, O, &args.operands, body, opts, |l| {
         scalars_are_0d(l, 3, n, O)?;
-        let shape = dense::contract_shape(&extents_of(l, 1), &extents_of(l, 2), a_axes, b_axes)
+        let shape = shapes::contract_shape(&extents_of(l, 1), &extents_of(l, 2), a_axes, b_axes)
             .map_err(|e| Error::new(e.status(), O, e.message().to_string()))?;
         if beta_slot.is_some() {
             require_output(l, 0, &shape, O)
@@ -296,7 +300,7 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
     same_dtype_and_domain(O, &[dst, src])?;
     check_float(dst.dtype(), O)?;
     let dtype = dst.dtype();
-    let body = native(NativeOp::Permute(perm.into()), dtype, dst, &opts, O)?;
+    let body = native(KernelOp::Permute(perm.into()), dtype, dst, &opts, O)?;
     submit(O, O, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
         let se = extents_of(l, 1);
         let mut seen = vec![false; se.len()];
@@ -319,7 +323,7 @@ pub fn conj(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
     same_dtype_and_domain(O, &[dst, src])?;
     check_float(dst.dtype(), O)?;
     let dtype = dst.dtype();
-    let body = native(NativeOp::ConjCopy, dtype, dst, &opts, O)?;
+    let body = native(KernelOp::ConjCopy, dtype, dst, &opts, O)?;
     submit(O, O, &[(dst, Mode::Write), (src, Mode::Read)], body, opts, |l| {
         let want = extents_of(l, 1);
         prepare_output(l, 0, dtype, &want, false, O)
@@ -339,7 +343,7 @@ fn reduction(
     origin: &'static str,
     out: &Tensor,
     inputs: &[&Tensor],
-    op: NativeOp,
+    op: KernelOp,
     axes: Option<&[usize]>,
     real: bool,
     opts: Submit<'_>,
@@ -378,7 +382,7 @@ fn reduction(
                 format!("x has extents {xe:?}, y has extents {:?}", extents_of(l, 2)),
             ));
         }
-        let want = dense::sum_shape(&xe, axes).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
+        let want = shapes::sum_shape(&xe, axes).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
         prepare_output(l, 0, want_dtype, &want, axes.is_none(), origin)
     })
 }
@@ -386,17 +390,17 @@ fn reduction(
 /// Sum of all elements (`axes` `None`, into a 0-d tensor) or over the given
 /// axes (into a tensor of the remaining axes). Constructs an unconstructed `out`.
 pub fn sum(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_>) -> Result<Option<Event>> {
-    reduction("sum", out, &[x], NativeOp::Sum(axes.map(Into::into)), axes, false, opts)
+    reduction("sum", out, &[x], KernelOp::Sum(axes.map(Into::into)), axes, false, opts)
 }
 
 /// `out = sum(conj(x) · y)` with `conjugate`, else `sum(x · y)`, into a 0-d tensor.
 pub fn dot(out: &Tensor, x: &Tensor, y: &Tensor, conjugate: bool, opts: Submit<'_>) -> Result<Option<Event>> {
-    reduction("dot", out, &[x, y], NativeOp::Dot { conjugate }, None, false, opts)
+    reduction("dot", out, &[x, y], KernelOp::Dot { conjugate }, None, false, opts)
 }
 
 /// The Euclidean norm of all elements, into a 0-d tensor of the real dtype.
 pub fn norm2(out: &Tensor, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
-    reduction("norm2", out, &[x], NativeOp::Norm2, None, true, opts)
+    reduction("norm2", out, &[x], KernelOp::Norm2, None, true, opts)
 }
 
 /// Which triangle of a matrix an operation uses.
@@ -413,7 +417,7 @@ pub enum Uplo {
 pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> {
     const O: &str = "potrf";
     check_float(a.dtype(), O)?;
-    let body = native(NativeOp::Potrf { lower: uplo == Uplo::Lower }, a.dtype(), a, &opts, O)?;
+    let body = native(KernelOp::Potrf { lower: uplo == Uplo::Lower }, a.dtype(), a, &opts, O)?;
     submit(O, O, &[(a, Mode::Update)], body, opts, |l| {
         let e = extents_of(l, 0);
         if e.len() != 2 || e[0] != e[1] {
@@ -444,7 +448,7 @@ pub fn trsm(
     same_dtype_and_domain(O, &[b, a])?;
     check_float(b.dtype(), O)?;
     alpha.check_for(b.dtype(), O)?;
-    let op = NativeOp::Trsm { left, lower: uplo == Uplo::Lower, unit_diag, alpha };
+    let op = KernelOp::Trsm { left, lower: uplo == Uplo::Lower, unit_diag, alpha };
     let body = native(op, b.dtype(), b, &opts, O)?;
     submit(O, O, &[(b, Mode::Update), (a, Mode::Read)], body, opts, |l| {
         let (eb, ea) = (extents_of(l, 0), extents_of(l, 1));
@@ -487,7 +491,7 @@ pub fn syrk(
             ));
         }
     }
-    let op = NativeOp::Syrk { lower: uplo == Uplo::Lower, alpha, beta };
+    let op = KernelOp::Syrk { lower: uplo == Uplo::Lower, alpha, beta };
     let body = native(op, c.dtype(), c, &opts, O)?;
     // An update even without beta: the other triangle keeps its old values.
     submit(O, O, &[(c, Mode::Update), (a, Mode::Read)], body, opts, |l| {

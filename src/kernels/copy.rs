@@ -1,12 +1,14 @@
 //! Materialising permute and conj, and the strided copy under them (also used
 //! for contraction temporaries).
 
-use super::{check_dtypes, check_output, check_rank, dims, shape_err, with_float, Float, Operand};
+use super::check::{check_dtypes, check_output, check_rank, dims, shape_err};
+use super::float::{with_float, Float};
+use super::operand::Operand;
 use crate::error::{Error, Result, Status};
 use crate::layout::for_each_run;
 
-/// Edge of the square tiles of a transposing copy (elements): 32x32 tiles of
-/// c128 are 16 KiB, within L1 for source and destination lines together.
+/// Edge of the square tiles of a transposing copy (elements), chosen so that
+/// a source and a destination tile of c128 fit in L1 together.
 const TILE: usize = 32;
 
 /// Copy `src` to `dst` (equal `extents`, strides in elements), conjugating if

@@ -1,4 +1,4 @@
-//! Tests of the dense kernels against independent naive references (plain
+//! Tests of the shared kernels against independent naive references (plain
 //! loops over logical indices in complex128 arithmetic), over non-square,
 //! strided, column-major, transposed, negative-stride and conj operands.
 
@@ -6,9 +6,16 @@ use num_complex::{Complex32, Complex64 as C};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::*;
+use super::check::{contract_shape, gemm_shape, sum_shape};
+use super::contract::contract;
+use super::copy::{conj_copy, permute_copy};
+use super::float::{Float, RealFloat};
+use super::gemm::gemm;
+use super::operand::Operand;
+use super::par::{par_for, work, PAR_MIN_FLOPS};
+use super::reduce::{dot, norm2, sum};
 use crate::dtype::{DType, Element, Scalar};
-use crate::error::Status;
+use crate::error::{Result, Status};
 
 /// An element type under test, with conversions to and from complex128 for
 /// the references.

@@ -6,9 +6,9 @@
 //! `O(eps * (BLOCK/4 + log2(n)))` instead of `O(eps * n)`, and the result is
 //! deterministic for a given layout (no dependence on threads or timing).
 
-use super::{
-    check_dtypes, check_output, check_rank, dims, shape_err, sum_shape, with_float, Float, Operand, RealFloat,
-};
+use super::check::{check_dtypes, check_output, check_rank, dims, shape_err, sum_shape};
+use super::float::{with_float, Float, RealFloat};
+use super::operand::Operand;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
 use crate::layout::{for_each_run, merged_axes};

@@ -1,5 +1,7 @@
-//! The CUDA backend: operations on device tensors, queued on a device's
-//! streams through the [`Device`] trait (a real GPU or the simulated device).
+//! The device backend: operations on device tensors, queued on a device's
+//! streams through the [`Device`] trait, whatever implements it (the CUDA
+//! driver in `crate::device::cuda`, or the simulated device). Its family is
+//! [`BackendKind::Cuda`] and it names itself "cuda" in errors.
 //!
 //! `run` never waits for the device. It picks a stream (the stream of its
 //! same-device predecessor, so a chain stays on one stream; otherwise the
@@ -23,24 +25,28 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::blas;
-use super::dense::{gemm_check, Mat2, Operand};
 use super::native::copy_layouts;
 use crate::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
-use crate::dispatch::{Backend, BackendKind, HostBuffer, Issued, NativeOp, OpTag, Outcome, RunCtx, ScalarSlot};
+use crate::dispatch::backend::{Backend, BackendKind, Issued, Outcome, RunCtx};
+use crate::dispatch::op::{HostBuffer, KernelOp, OpTag, ScalarSlot};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::kernels::blas_plan;
+use crate::kernels::gemm::gemm_check;
+use crate::kernels::mat2::Mat2;
+use crate::kernels::operand::Operand;
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
-use crate::ops::ResolvedView;
+use crate::resolved::ResolvedView;
 use crate::with_element_type;
 
-pub(crate) struct Cuda;
+/// The backend for device tensors (every CUDA device, real or simulated).
+pub(crate) struct DeviceBackend;
 
 /// What `run` decided: decline, or queue with this plan.
 type Planned<T> = std::result::Result<T, String>;
 
-impl Backend for Cuda {
+impl Backend for DeviceBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
     }
@@ -55,7 +61,7 @@ impl Backend for Cuda {
                 _ => false,
             }
     }
-    fn run(&self, op: &NativeOp, v: &[ResolvedView<'_>], cx: &mut RunCtx) -> Outcome {
+    fn run(&self, op: &KernelOp, v: &[ResolvedView<'_>], cx: &mut RunCtx) -> Outcome {
         let Some(ordinal) = v.iter().find_map(|x| match x.domain {
             Domain::Cuda(d) => Some(d),
             Domain::Host => None,
@@ -142,18 +148,18 @@ fn immediate(s: ScalarSlot) -> Planned<Scalar> {
     }
 }
 
-fn plan<'a>(op: &'a NativeOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
+fn plan<'a>(op: &'a KernelOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
     let on_device = |x: &ResolvedView<'_>| x.domain != Domain::Host;
     Ok(match op {
-        NativeOp::Fill(s) => Plan::Fill(*s),
-        NativeOp::Scale(s) => Plan::Scale(s.scalar()),
-        NativeOp::Axpy(s) => {
+        KernelOp::Fill(s) => Plan::Fill(*s),
+        KernelOp::Scale(s) => Plan::Scale(s.scalar()),
+        KernelOp::Axpy(s) => {
             if v[1].conj && v[1].dtype.is_complex() {
                 return Err("cuBLAS axpy cannot conjugate x".into());
             }
             Plan::Axpy(*s)
         }
-        NativeOp::Copy => {
+        KernelOp::Copy => {
             let (dst, src) = (&v[0], &v[1]);
             let conj = src.conj && src.dtype.is_complex();
             match (on_device(dst), on_device(src)) {
@@ -174,15 +180,15 @@ fn plan<'a>(op: &'a NativeOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
                 (false, false) => return Err("no operand is on a device".into()),
             }
         }
-        NativeOp::CopyIn(buf) => {
+        KernelOp::CopyIn(buf) => {
             no_negative(&v[0], "the destination")?;
             Plan::Upload { conj: false, buf: Some(buf) }
         }
-        NativeOp::CopyOut(buf) => {
+        KernelOp::CopyOut(buf) => {
             no_negative(&v[0], "the source")?;
             Plan::Download { conj: v[0].conj && v[0].dtype.is_complex(), buf: Some(buf) }
         }
-        NativeOp::Gemm { alpha, beta } => gemm_plan(v, immediate(*alpha)?, beta.map(immediate).transpose()?)?,
+        KernelOp::Gemm { alpha, beta } => gemm_plan(v, immediate(*alpha)?, beta.map(immediate).transpose()?)?,
         _ => return Err(format!("{:?} has no device implementation", op.tag())),
     })
 }
@@ -190,7 +196,7 @@ fn plan<'a>(op: &'a NativeOp, v: &[ResolvedView<'_>]) -> Planned<Plan<'a>> {
 /// Queue the planned work.
 ///
 /// # Safety
-/// See the call in [`Cuda::run`].
+/// See the call in [`DeviceBackend::run`].
 unsafe fn queue(
     dev: &dyn Device,
     s: StreamId,
@@ -423,7 +429,7 @@ fn gemm_plan(v: &[ResolvedView<'_>], alpha: Scalar, beta: Option<Scalar>) -> Pla
     if m == 0 || n == 0 {
         return Ok(Plan::Nothing);
     }
-    let p = blas::plan(&cm, &am, &bm)?;
+    let p = blas_plan::plan(&cm, &am, &bm)?;
     let trans = |t: u8| match t {
         b'N' => Trans::N,
         b'T' => Trans::T,
@@ -497,11 +503,14 @@ impl Drop for Staging {
     }
 }
 
-/// Page-locked buffers kept for reuse, per device: `(capacity, address)`.
-/// Allocating page-locked memory is slow (it maps and pins pages), so
-/// transfers reuse buffers; at most [`POOL_BYTES`] stay cached per device.
-fn pools() -> &'static Mutex<HashMap<u32, Vec<(usize, usize)>>> {
-    static POOLS: OnceLock<Mutex<HashMap<u32, Vec<(usize, usize)>>>> = OnceLock::new();
+/// Page-locked buffers kept for reuse, per device ordinal: `(capacity, address)`.
+type Pools = Mutex<HashMap<u32, Vec<(usize, usize)>>>;
+
+/// The page-locked buffer pools. Allocating page-locked memory is slow (it
+/// maps and pins pages), so transfers reuse buffers; at most [`POOL_BYTES`]
+/// stay cached per device.
+fn pools() -> &'static Pools {
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     POOLS.get_or_init(Default::default)
 }
 

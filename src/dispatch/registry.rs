@@ -1,0 +1,180 @@
+//! Backend selection (SPEC §2.5): the one place where an operation's backend
+//! is chosen.
+//!
+//! At submission, [`select`] turns an operation tag, dtype, domain and the
+//! caller's [`Selector`] into an ordered candidate list, or rejects the
+//! operation. At run time, after the accesses are granted, [`walk`] offers the
+//! operation to each candidate in order; a backend may decline (layout, dtype,
+//! device, resources) only before it has written anything, and the first that
+//! accepts runs. If all decline, the error names each backend and its reason.
+
+use std::fmt::Write as _;
+
+use super::backend::{Backend, Outcome, RunCtx, Selector};
+use super::op::{KernelOp, OpTag};
+use crate::backends::blas::BlasBackend;
+use crate::backends::device::DeviceBackend;
+use crate::backends::native::NativeBackend;
+use crate::domain::Domain;
+use crate::dtype::DType;
+use crate::error::{Error, Result, Status};
+use crate::op_name::OpName;
+use crate::resolved::ResolvedView;
+
+/// Host backends in preference order: the native backend first (it runs on
+/// the runtime's workers, while the system BLAS runs one thread per call),
+/// then the system BLAS, which callers can pick with a selector and which
+/// declines what it cannot run.
+static HOST: &[&dyn Backend] = &[&NativeBackend, &BlasBackend];
+
+/// Device backends (every CUDA device, real or simulated).
+static DEVICE: &[&dyn Backend] = &[&DeviceBackend];
+
+/// The candidate backends chosen at submission, as a bit set over the registry
+/// of the operation's domain (kept small: it lives in every pending task).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Candidates {
+    domain: Domain,
+    set: u32,
+}
+
+impl Candidates {
+    /// The domain the operation runs in.
+    pub(crate) fn domain(&self) -> Domain {
+        self.domain
+    }
+}
+
+/// Backends for a domain, in preference order.
+fn registry(domain: Domain) -> &'static [&'static dyn Backend] {
+    match domain {
+        Domain::Host => HOST,
+        Domain::Cuda(_) => DEVICE,
+    }
+}
+
+/// Choose the candidates for an operation at submission.
+pub(crate) fn select(
+    tag: OpTag,
+    dtype: DType,
+    domain: Domain,
+    selector: Selector,
+    origin: &'static str,
+) -> Result<Candidates> {
+    let mut set = 0u32;
+    for (i, b) in registry(domain).iter().enumerate() {
+        if selector.allows(b.kind()) && b.offers(tag, dtype, domain) {
+            set |= 1 << i;
+        }
+    }
+    if set == 0 {
+        // No backend of the domain is allowed at all (a mask of only device
+        // backends for host operands): nothing could run it.
+        if !registry(domain).iter().any(|b| selector.allows(b.kind())) {
+            return Err(Error::new(
+                Status::NoBackend,
+                origin,
+                format!("the submission's backend mask {:#x} allows no backend that runs on {domain}", selector.mask()),
+            ));
+        }
+        return Err(Error::new(
+            Status::Unsupported,
+            origin,
+            format!("no allowed backend offers {tag:?} for {} on {domain}", dtype.name()),
+        ));
+    }
+    Ok(Candidates { domain, set })
+}
+
+/// Offer `op` to each candidate in order; the first that accepts runs.
+pub(crate) fn walk(
+    c: Candidates,
+    op: &KernelOp,
+    views: &[ResolvedView<'_>],
+    origin: &OpName,
+    cx: &mut RunCtx,
+) -> Result<()> {
+    walk_list(registry(c.domain), c.set, op, views, origin, cx)
+}
+
+/// [`walk`] over an explicit backend list (`set` selects entries by index).
+fn walk_list(
+    list: &[&dyn Backend],
+    set: u32,
+    op: &KernelOp,
+    views: &[ResolvedView<'_>],
+    origin: &OpName,
+    cx: &mut RunCtx,
+) -> Result<()> {
+    let mut reasons = String::new();
+    for (i, b) in list.iter().enumerate() {
+        if set & (1 << i) == 0 {
+            continue;
+        }
+        match b.run(op, views, cx) {
+            Outcome::Done(r) => return r,
+            Outcome::Declined(why) => {
+                let _ = write!(reasons, "{}{}: {}", if reasons.is_empty() { "" } else { "; " }, b.name(), why);
+            }
+        }
+    }
+    Err(Error::new(Status::NoBackend, origin.to_origin(), format!("every backend declined {:?}: {reasons}", op.tag())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::backend::BackendKind;
+
+    /// A backend that declines, or accepts and records that it ran.
+    struct Fake {
+        name: &'static str,
+        decline: bool,
+        ran: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Backend for Fake {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Native
+        }
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn offers(&self, _: OpTag, _: DType, _: Domain) -> bool {
+            true
+        }
+        fn run(&self, _: &KernelOp, _: &[ResolvedView<'_>], _: &mut RunCtx) -> Outcome {
+            if self.decline {
+                return Outcome::Declined(format!("{} does not like this layout", self.name));
+            }
+            self.ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Outcome::Done(Ok(()))
+        }
+    }
+
+    fn fake(name: &'static str, decline: bool) -> Fake {
+        Fake { name, decline, ran: Default::default() }
+    }
+
+    #[test]
+    fn a_decline_falls_through_and_all_declines_name_every_backend() {
+        let (a, b, c) = (fake("first", true), fake("second", false), fake("third", false));
+        let list: [&dyn Backend; 3] = [&a, &b, &c];
+        let name = OpName::Static("gemm");
+        walk_list(&list, 0b111, &KernelOp::Copy, &[], &name, &mut RunCtx::default()).unwrap();
+        assert_eq!(b.ran.load(std::sync::atomic::Ordering::SeqCst), 1, "the second backend ran");
+        assert_eq!(c.ran.load(std::sync::atomic::Ordering::SeqCst), 0, "the walk stopped at the first acceptance");
+        // Skipping the accepting backends leaves only decliners.
+        let (d, e) = (fake("blas", true), fake("cuda", true));
+        let list: [&dyn Backend; 3] = [&a, &d, &e];
+        let err = walk_list(&list, 0b111, &KernelOp::Copy, &[], &name, &mut RunCtx::default()).unwrap_err();
+        assert_eq!(err.status(), Status::NoBackend);
+        assert_eq!(err.origin(), "gemm");
+        for n in ["first", "blas", "cuda"] {
+            assert!(err.message().contains(&format!("{n}: {n} does not like")), "{}", err.message());
+        }
+        // The set restricts which entries are offered the operation.
+        let err = walk_list(&[&a, &b], 0b01, &KernelOp::Copy, &[], &name, &mut RunCtx::default()).unwrap_err();
+        assert!(!err.message().contains("second"));
+    }
+}

@@ -1,0 +1,214 @@
+//! GEMM through faer (a direct loop for tiny products), with the checks the
+//! other backends share.
+
+use faer::linalg::matmul::matmul_with_conj;
+use faer::{Accum, Conj, MatMut, MatRef, Par};
+
+use super::check::{check_dtypes, check_output, check_rank, dims, gemm_shape, shape_err};
+use super::float::{scalar, with_float, Float};
+use super::mat2::{scale_mat, Mat2};
+use super::operand::Operand;
+use super::par::{par_for, work};
+use crate::dtype::Scalar;
+use crate::error::Result;
+
+/// Products with at most this many multiply-adds (`m*n*k`) use a direct
+/// triple loop instead of faer, whose fixed dispatch cost dominates such tiny
+/// products (crossover measured by benches/gemm.rs).
+pub(crate) const SMALL_MAX_FLOPS: usize = 3 * 3 * 3;
+
+/// `C = alpha*op(A)*op(B) [+ beta*C]` on typed matrices whose shapes agree.
+/// `beta == None` or `beta == 0`: C is overwritten and never read (BLAS
+/// convention). `alpha == 0` or `k == 0`: A and B are not read.
+///
+/// # Safety
+/// As for [`gemm`]; `c` must also not address any element twice.
+pub(crate) unsafe fn gemm_mat<T: Float>(c: Mat2<T>, alpha: T, a: Mat2<T>, b: Mat2<T>, beta: Option<T>, par: Par) {
+    let (m, n, k) = (c.rows, c.cols, a.cols);
+    debug_assert!(a.rows == m && b.rows == k && b.cols == n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    let beta = beta.filter(|b| *b != T::zero());
+    if k == 0 || alpha == T::zero() {
+        if beta != Some(T::one_()) {
+            unsafe { scale_mat(c, beta) };
+        }
+        return;
+    }
+    if m.saturating_mul(n).saturating_mul(k) <= SMALL_MAX_FLOPS {
+        match (a.conj, b.conj) {
+            (false, false) => unsafe { gemm_small::<T, false, false>(c, alpha, a, b, beta) },
+            (true, false) => unsafe { gemm_small::<T, true, false>(c, alpha, a, b, beta) },
+            (false, true) => unsafe { gemm_small::<T, false, true>(c, alpha, a, b, beta) },
+            (true, true) => unsafe { gemm_small::<T, true, true>(c, alpha, a, b, beta) },
+        }
+        return;
+    }
+    let accum = match beta {
+        None => Accum::Replace,
+        Some(b) if b == T::one_() => Accum::Add,
+        Some(b) => {
+            unsafe { scale_mat(c, Some(b)) };
+            Accum::Add
+        }
+    };
+    let (mut c, mut a, mut b) = (c.normalize_trivial(), a.normalize_trivial(), b.normalize_trivial());
+    // Positive output strides (flip the matching input axes with them), and a
+    // positive stride along k for A (the product does not depend on k's order).
+    if c.rs < 0 {
+        c = c.flip_rows();
+        a = a.flip_rows();
+    }
+    if c.cs < 0 {
+        c = c.flip_cols();
+        b = b.flip_cols();
+    }
+    if a.cs < 0 || (a.cs == 0 && b.rs < 0) {
+        a = a.flip_cols();
+        b = b.flip_rows();
+    }
+    let conj = |x: bool| if x { Conj::Yes } else { Conj::No };
+    // SAFETY: the caller guarantees the elements are valid, C is exclusively
+    // accessed and self-disjoint, and inputs do not overlap C; m, n, k > 0, so
+    // every pointer addresses a real element of its operand.
+    unsafe {
+        let cm = MatMut::<T>::from_raw_parts_mut(c.ptr, m, n, c.rs, c.cs);
+        let am = MatRef::<T>::from_raw_parts(a.ptr, m, k, a.rs, a.cs);
+        let bm = MatRef::<T>::from_raw_parts(b.ptr, k, n, b.rs, b.cs);
+        matmul_with_conj(cm, accum, am, conj(a.conj), bm, conj(b.conj), alpha, par);
+    }
+}
+
+/// `C = alpha*op(A)*op(B) [+ beta*C]` by a direct triple loop (tiny products).
+///
+/// # Safety
+/// As for [`gemm_mat`].
+pub(crate) unsafe fn gemm_small<T: Float, const CA: bool, const CB: bool>(
+    c: Mat2<T>,
+    alpha: T,
+    a: Mat2<T>,
+    b: Mat2<T>,
+    beta: Option<T>,
+) {
+    let ld = |x: T, cj: bool| if cj { x.conj() } else { x };
+    for i in 0..c.rows as isize {
+        let arow = a.ptr.wrapping_offset(i * a.rs);
+        for j in 0..c.cols as isize {
+            let bcol = b.ptr.wrapping_offset(j * b.cs);
+            let mut s = T::zero();
+            for l in 0..a.cols as isize {
+                // SAFETY: inside A and B by the caller's contract.
+                unsafe { s += ld(*arow.offset(l * a.cs), CA) * ld(*bcol.offset(l * b.rs), CB) };
+            }
+            // SAFETY: inside C, exclusively accessed.
+            unsafe {
+                let p = c.ptr.offset(i * c.rs + j * c.cs);
+                *p = match beta {
+                    None => alpha * s,
+                    Some(bt) => alpha * s + bt * *p,
+                };
+            }
+        }
+    }
+}
+
+/// One, for any float type.
+trait One {
+    fn one_() -> Self;
+}
+impl<T: Float> One for T {
+    fn one_() -> T {
+        T::from_scalar(Scalar::real(1.0))
+    }
+}
+
+/// Validate a GEMM call: dtypes, shapes, and a writable, self-disjoint C.
+pub(crate) fn gemm_check(origin: &'static str, c: &Operand<'_>, a: &Operand<'_>, b: &Operand<'_>) -> Result<()> {
+    // Fast path for the common, valid call (a few ns); the full checks below
+    // produce the error messages.
+    let two = |x: &Operand<'_>| x.extents.len() == 2 && x.strides.len() == 2;
+    if c.dtype == a.dtype
+        && a.dtype == b.dtype
+        && c.dtype.is_float()
+        && two(a)
+        && two(b)
+        && two(c)
+        && a.extents[1] == b.extents[0]
+        && c.extents[0] == a.extents[0]
+        && c.extents[1] == b.extents[1]
+        && !c.conjugated()
+        && non_overlapping_2d(c.extents, c.strides)
+    {
+        return Ok(());
+    }
+    check_dtypes(origin, &[("C", c.dtype), ("A", a.dtype), ("B", b.dtype)])?;
+    check_rank(origin, "A", a)?;
+    check_rank(origin, "B", b)?;
+    check_rank(origin, "C", c)?;
+    let want = gemm_shape(a.extents, b.extents)?;
+    if c.extents != want {
+        return Err(shape_err(
+            origin,
+            format!(
+                "C is {}, A is {}, B is {}: C must be {}",
+                dims(c.extents),
+                dims(a.extents),
+                dims(b.extents),
+                dims(&want)
+            ),
+        ));
+    }
+    check_output(origin, "C", c)
+}
+
+/// `C = alpha·op(A)·op(B)` (`beta == None`: C is overwritten and never read)
+/// or `C = alpha·op(A)·op(B) + beta·C`, where `op` conjugates an operand whose
+/// `conj` flag is set. Operands are 2-d with any strides: a transposed view is
+/// just swapped strides, negative and zero input strides are fine. As in BLAS,
+/// `beta == 0` does not read C, and `alpha == 0` (or an inner extent of 0)
+/// does not read A or B.
+///
+/// Parallelism: see [`par_for`]: faer's rayon backend on the caller's rayon
+/// pool for products of at least [`PAR_MIN_FLOPS`] multiply-adds, sequential
+/// otherwise.
+///
+/// Errors: `DtypeMismatch` (operands differ), `Unsupported` (not a float
+/// dtype), `ShapeMismatch` (naming the shapes), `ReadOnly` (C is a conj view),
+/// `InvalidArgument` (C addresses an element twice), before anything is written.
+///
+/// # Safety
+/// See the module's safety contract.
+pub(crate) unsafe fn gemm(
+    c: &Operand<'_>,
+    alpha: Scalar,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    beta: Option<Scalar>,
+) -> Result<()> {
+    gemm_check("gemm", c, a, b)?;
+    with_float!(c.dtype, T => {
+        let (cm, am, bm) = (Mat2::<T>::from_operand(c), Mat2::<T>::from_operand(a), Mat2::<T>::from_operand(b));
+        let par = par_for(work::<T>(cm.rows, cm.cols, am.cols));
+        unsafe { gemm_mat(cm, scalar::<T>(alpha), am, bm, beta.map(scalar::<T>), par) };
+        Ok(())
+    }, unreachable!("gemm_check admits float dtypes only"))
+}
+
+/// [`crate::layout::non_overlapping`] for a 2-d layout, without sorting or allocating.
+fn non_overlapping_2d(e: &[usize], s: &[isize]) -> bool {
+    let (e0, e1) = (e[0], e[1]);
+    if e0 == 0 || e1 == 0 {
+        return true;
+    }
+    let (s0, s1) = (s[0].unsigned_abs(), s[1].unsigned_abs());
+    match (e0 > 1, e1 > 1) {
+        (false, false) => true,
+        (true, false) => s0 != 0,
+        (false, true) => s1 != 0,
+        (true, true) => {
+            let ((si, ei), so) = if s0 <= s1 { ((s0, e0), s1) } else { ((s1, e1), s0) };
+            si != 0 && si.checked_mul(ei - 1).is_some_and(|r| so > r)
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Finding and loading the system BLAS library at run time (SPEC §2.5): it is
+//! opened with `dlopen`, so tensorasync neither links against nor requires one.
+//!
+//! Where it is looked for: the path in the environment variable `TA_BLAS_LIB`
+//! (only that one; `none`, `off` or `0` disable BLAS), else the standard names
+//! `libopenblas.so.0`, `libblas.so.3`, `libopenblas.so`, in that order. The
+//! first library that opens and has at least one of the Fortran symbols
+//! `sgemm_`, `dgemm_`, `cgemm_`, `zgemm_` (LP64: 32-bit integers) is used. The
+//! search runs once per process, on first use, and never panics; a failure is
+//! remembered as the reason every BLAS call then declines.
+//!
+//! Threads: tasks run concurrently on the runtime's workers, and each BLAS call
+//! is one task's kernel. If every call also spawned its own BLAS threads, two
+//! concurrent GEMMs on two workers would run 2 x nproc threads on nproc cores.
+//! So when the library has `openblas_set_num_threads` (OpenBLAS) or
+//! `bli_thread_set_num_threads` (BLIS), it is set to 1 thread at load: the
+//! runtime provides the parallelism across tasks. This setting is process-wide
+//! for that library. OpenBLAS (0.3.7 and later) is safe to call from several
+//! threads at once in this single-threaded mode. (OpenBLAS's pthread build
+//! starts its own pool when loaded; with 1 thread set those threads sleep.)
+//!
+//! BLAS is column-major. Row-major operands are handled by the transpose
+//! identity `C^T = B^T A^T`; transposed views become `'T'`, conjugated
+//! transposed views `'C'`. A layout BLAS cannot take is *declined* (before
+//! anything is written), so the dispatcher's walk goes on to the next backend:
+//! no stride of 1 in an operand, a negative stride, a leading dimension too
+//! small, a conj flag on an operand that BLAS would have to read
+//! untransposed, an extent beyond 32-bit integers, or a non-float dtype.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::OnceLock;
+
+/// The environment variable naming the BLAS library to open.
+pub(crate) const ENV_VAR: &str = "TA_BLAS_LIB";
+
+/// Libraries tried, in order, when `TA_BLAS_LIB` is not set.
+pub(crate) const DEFAULT_CANDIDATES: &[&str] = &["libopenblas.so.0", "libblas.so.3", "libopenblas.so"];
+
+/// Fortran `?gemm_` (with the two hidden string lengths gfortran passes; C
+/// implementations such as OpenBLAS ignore them).
+pub(crate) type GemmFn = unsafe extern "C" fn(
+    transa: *const c_char,
+    transb: *const c_char,
+    m: *const c_int,
+    n: *const c_int,
+    k: *const c_int,
+    alpha: *const c_void,
+    a: *const c_void,
+    lda: *const c_int,
+    b: *const c_void,
+    ldb: *const c_int,
+    beta: *const c_void,
+    c: *mut c_void,
+    ldc: *const c_int,
+    len_transa: usize,
+    len_transb: usize,
+);
+type SetThreadsFn = unsafe extern "C" fn(c_int);
+type GetConfigFn = unsafe extern "C" fn() -> *const c_char;
+type GetThreadsFn = unsafe extern "C" fn() -> c_int;
+
+/// A loaded BLAS. The library is never closed (its symbols live for the
+/// process).
+pub(crate) struct Blas {
+    /// The name or path it was opened by.
+    pub(crate) path: String,
+    /// `openblas_get_config()` where available.
+    pub(crate) config: Option<String>,
+    /// `sgemm_`, `dgemm_`, `cgemm_`, `zgemm_` (f32, f64, c64, c128).
+    pub(crate) gemm: [Option<GemmFn>; 4],
+    set_threads: Option<SetThreadsFn>,
+    get_threads: Option<GetThreadsFn>,
+}
+
+impl Blas {
+    /// Set the library's own thread count (OpenBLAS/BLIS); false if it has no
+    /// such control. The library sets 1 at load (see the module docs); only a
+    /// measurement should change it.
+    pub(crate) fn set_num_threads(&self, n: usize) -> bool {
+        match self.set_threads {
+            Some(f) => {
+                // SAFETY: the symbol has this C signature in OpenBLAS and BLIS.
+                unsafe { f(n.min(c_int::MAX as usize) as c_int) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The library's own thread count, where it tells (OpenBLAS).
+    pub(crate) fn num_threads(&self) -> Option<usize> {
+        // SAFETY: `openblas_get_num_threads` takes nothing and returns an int.
+        self.get_threads.map(|f| unsafe { f() }.max(0) as usize)
+    }
+
+    /// One line describing the library.
+    pub(crate) fn describe(&self) -> String {
+        let threads = match self.num_threads() {
+            Some(n) => format!(", {n} thread(s) per call"),
+            None => String::new(),
+        };
+        match &self.config {
+            Some(c) => format!("{} ({c}){threads}", self.path),
+            None => format!("{}{threads}", self.path),
+        }
+    }
+}
+
+fn dlerror_string() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the
+    // next dl* call on this thread.
+    unsafe {
+        let e = libc::dlerror();
+        if e.is_null() {
+            "unknown dlopen error".to_string()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// Look up `name` in `handle`.
+///
+/// # Safety
+/// `handle` is a live dlopen handle.
+unsafe fn sym(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
+/// Open the first usable library of `candidates`. Never panics; the error
+/// lists why each candidate failed.
+pub(crate) fn load_from(candidates: &[&str]) -> Result<Blas, String> {
+    if candidates.is_empty() {
+        return Err("no candidate library to try".to_string());
+    }
+    let mut reasons = Vec::new();
+    for &path in candidates {
+        let Ok(cpath) = CString::new(path) else {
+            reasons.push(format!("{path:?}: contains a NUL byte"));
+            continue;
+        };
+        // SAFETY: dlopen with a valid C string; the handle is never closed
+        // once its symbols are in use.
+        let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            reasons.push(format!("{path}: {}", dlerror_string()));
+            continue;
+        }
+        // SAFETY: a live handle; each symbol, if present, has the standard
+        // Fortran BLAS (or OpenBLAS/BLIS extension) signature.
+        let (gemm, set_threads, get_threads, config) = unsafe {
+            let g = |n: &CStr| {
+                let p = sym(handle, n);
+                (!p.is_null()).then(|| std::mem::transmute::<*mut c_void, GemmFn>(p))
+            };
+            let gemm = [g(c"sgemm_"), g(c"dgemm_"), g(c"cgemm_"), g(c"zgemm_")];
+            let mut st = sym(handle, c"openblas_set_num_threads");
+            if st.is_null() {
+                st = sym(handle, c"bli_thread_set_num_threads");
+            }
+            let set_threads = (!st.is_null()).then(|| std::mem::transmute::<*mut c_void, SetThreadsFn>(st));
+            let gt = sym(handle, c"openblas_get_num_threads");
+            let get_threads = (!gt.is_null()).then(|| std::mem::transmute::<*mut c_void, GetThreadsFn>(gt));
+            let gc = sym(handle, c"openblas_get_config");
+            let config = (!gc.is_null()).then(|| {
+                let f = std::mem::transmute::<*mut c_void, GetConfigFn>(gc);
+                let s = f();
+                if s.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(s).to_string_lossy().trim().to_string()
+                }
+            });
+            (gemm, set_threads, get_threads, config.filter(|c| !c.is_empty()))
+        };
+        if gemm.iter().all(Option::is_none) {
+            reasons.push(format!("{path}: no sgemm_/dgemm_/cgemm_/zgemm_ symbol"));
+            // SAFETY: nothing from this handle is in use.
+            unsafe { libc::dlclose(handle) };
+            continue;
+        }
+        let blas = Blas { path: path.to_string(), config, gemm, set_threads, get_threads };
+        // One BLAS thread per call: the runtime's workers are the parallelism.
+        blas.set_num_threads(1);
+        return Ok(blas);
+    }
+    Err(reasons.join("; "))
+}
+
+/// The candidates for this process: `TA_BLAS_LIB` alone if set (empty list if
+/// it says `none`, `off` or `0`), else [`DEFAULT_CANDIDATES`].
+pub(crate) fn candidates() -> Vec<String> {
+    match std::env::var_os(ENV_VAR) {
+        Some(v) if !v.is_empty() => {
+            let v = v.to_string_lossy().into_owned();
+            if matches!(v.as_str(), "none" | "off" | "0") {
+                Vec::new()
+            } else {
+                vec![v]
+            }
+        }
+        _ => DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+static LOADED: OnceLock<Result<Blas, String>> = OnceLock::new();
+
+/// The process's BLAS, loaded on first use, or why there is none.
+pub(crate) fn blas() -> Result<&'static Blas, &'static str> {
+    let r = LOADED.get_or_init(|| {
+        let c = candidates();
+        if c.is_empty() {
+            return Err(format!("disabled by {ENV_VAR}"));
+        }
+        let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+        load_from(&refs)
+    });
+    match r {
+        Ok(b) => Ok(b),
+        Err(e) => Err(e.as_str()),
+    }
+}
+
+/// Which library was loaded (name, and OpenBLAS's configuration line), or
+/// `None` when no BLAS is available.
+pub(crate) fn blas_info() -> Option<String> {
+    blas().ok().map(Blas::describe)
+}

@@ -1,0 +1,258 @@
+//! Tests of the system BLAS binding: loading (present, absent, redirected)
+//! and gemm against an independent reference, over the layouts BLAS takes
+//! and those it declines.
+
+use num_complex::{Complex32, Complex64 as C};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::gemm::{gemm_blas, gemm_blas_with};
+use super::library::{blas_info, load_from, Blas, DEFAULT_CANDIDATES, ENV_VAR};
+use crate::dtype::DType;
+use crate::dtype::Scalar;
+use crate::error::Status;
+use crate::kernels::operand::Operand;
+use crate::kernels::tests::{assert_close, complex, rand_scalar, ref_gemm, sc, Lay, Placed, Tens, TestEl};
+
+/// The system BLAS for the "present" tests, or `None` (skipped) where none
+/// is installed. `TA_REQUIRE_BLAS=1` turns a missing BLAS into a failure.
+fn lib() -> Option<Blas> {
+    match load_from(DEFAULT_CANDIDATES) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            assert!(std::env::var_os("TA_REQUIRE_BLAS").is_none(), "TA_REQUIRE_BLAS is set but: {e}");
+            eprintln!("no system BLAS here, skipping: {e}");
+            None
+        }
+    }
+}
+
+fn blas_case<T: TestEl>(
+    lib: &Blas,
+    rng: &mut SmallRng,
+    m: usize,
+    n: usize,
+    k: usize,
+    lays: (Lay, Lay, Lay),
+    conj: (bool, bool),
+) {
+    let (la, lb, lc) = lays;
+    let at = Tens::random::<T>(&[m, k], rng);
+    let bt = Tens::random::<T>(&[k, n], rng);
+    let alpha = rand_scalar::<T>(rng);
+    let beta = match rng.gen_range(0..4) {
+        0 => None,
+        1 => Some(Scalar::real(0.0)),
+        2 => Some(Scalar::real(1.0)),
+        _ => Some(rand_scalar::<T>(rng)),
+    };
+    let reads_c = beta.is_some_and(|b| b != Scalar::real(0.0));
+    let ct = if reads_c { Tens::random::<T>(&[m, n], rng) } else { Tens::filled(&[m, n], C::new(f64::NAN, 0.0)) };
+    let mut a = Placed::<T>::new(&at, la, rng);
+    let mut b = Placed::<T>::new(&bt, lb, rng);
+    let mut c = Placed::<T>::new(&ct, lc, rng);
+    let what = format!("blas {} {m}x{n}x{k} {lays:?} conj {conj:?} beta {beta:?}", T::DTYPE.name());
+    let gaps = c.gaps();
+    let r = unsafe { gemm_blas_with(lib, &c.op(false), alpha, &a.op(conj.0), &b.op(conj.1), beta) };
+    r.unwrap_or_else(|why| panic!("{what}: declined: {why}")).unwrap();
+    let want = ref_gemm(
+        sc(alpha),
+        &if conj.0 { at.conj() } else { at.clone() },
+        &if conj.1 { bt.conj() } else { bt.clone() },
+        beta.map(sc),
+        &ct,
+    );
+    assert_close(&c.get(), &want, T::TOL * (k as f64 + 2.0) * 8.0, &what);
+    let after = c.gaps();
+    assert!(gaps.iter().zip(&after).all(|(x, y)| x.1 == y.1), "{what}: wrote outside C");
+}
+
+fn blas_all<T: TestEl>(lib: &Blas, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let lays = [Lay::RowMajor, Lay::ColMajor];
+    for &(m, n, k) in
+        &[(3, 5, 4), (5, 3, 4), (1, 6, 3), (6, 1, 2), (1, 1, 4), (4, 4, 1), (0, 3, 2), (3, 4, 0), (20, 17, 33)]
+    {
+        for &la in &lays {
+            for &lb in &lays {
+                for &lc in &lays {
+                    let conj = if complex::<T>() {
+                        // BLAS conjugates only operands it reads transposed:
+                        // with C column-major, row-major A and B.
+                        (la == Lay::RowMajor && rng.gen_bool(0.7), lb == Lay::RowMajor && rng.gen_bool(0.7))
+                    } else {
+                        (false, false)
+                    };
+                    let conj = if lc == Lay::ColMajor { conj } else { (false, false) };
+                    blas_case::<T>(lib, &mut rng, m, n, k, (la, lb, lc), conj);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blas_present_all_dtypes() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.gemm.iter().all(Option::is_some), "{} lacks a gemm symbol", lib.path);
+    blas_all::<f32>(&lib, 1);
+    blas_all::<f64>(&lib, 2);
+    blas_all::<Complex32>(&lib, 3);
+    blas_all::<C>(&lib, 4);
+    // Loading set BLAS to one thread (the runtime's workers parallelise).
+    if let Some(t) = lib.num_threads() {
+        assert_eq!(t, 1, "{}", lib.describe());
+    }
+    // The process-wide loader finds the same library (unless redirected).
+    if std::env::var_os(ENV_VAR).is_none() {
+        let info = blas_info().expect("a BLAS loads here");
+        assert!(info.starts_with(DEFAULT_CANDIDATES[0]) || info.contains("blas"), "{info}");
+    }
+}
+
+/// Concurrent calls from several threads (single-threaded BLAS mode).
+#[test]
+fn blas_concurrent_calls() {
+    let Some(lib) = lib() else { return };
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let lib = &lib;
+            s.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(40 + t);
+                for _ in 0..5 {
+                    blas_case::<f64>(
+                        lib,
+                        &mut rng,
+                        40,
+                        50,
+                        60,
+                        (Lay::RowMajor, Lay::ColMajor, Lay::ColMajor),
+                        (false, false),
+                    );
+                    blas_case::<C>(
+                        lib,
+                        &mut rng,
+                        30,
+                        20,
+                        25,
+                        (Lay::RowMajor, Lay::RowMajor, Lay::ColMajor),
+                        (true, false),
+                    );
+                }
+            });
+        }
+    });
+}
+
+/// Padded leading dimensions and transposed/adjoint views, and a
+/// conjugated column-major A accepted through the row-major mapping.
+#[test]
+fn blas_padded_and_views() {
+    let Some(lib) = lib() else { return };
+    let mut rng = SmallRng::seed_from_u64(5);
+    let at = Tens::random::<C>(&[4, 3], &mut rng);
+    let bt = Tens::random::<C>(&[3, 5], &mut rng);
+    // A column-major with ld 6, conjugated; C row-major with ld 7.
+    let mut a = Placed::<C>::with_strides(&at, &[1, 6], C::new(0.0, 0.0));
+    let mut b = Placed::<C>::with_strides(&bt, &[1, 3], C::new(0.0, 0.0));
+    let mut c = Placed::<C>::with_strides(&Tens::filled(&[4, 5], C::new(f64::NAN, 0.0)), &[7, 1], C::new(0.0, 0.0));
+    let r = unsafe { gemm_blas_with(&lib, &c.op(false), Scalar::real(1.0), &a.op(true), &b.op(false), None) };
+    r.expect("accepted").unwrap();
+    let want = ref_gemm(C::new(1.0, 0.0), &at.conj(), &bt, None, &at);
+    assert_close(&c.get(), &want, 1e-13, "conj col-major A, row-major C");
+}
+
+#[test]
+fn blas_declines_layouts_it_cannot_take() {
+    let Some(lib) = lib() else { return };
+    let mut rng = SmallRng::seed_from_u64(6);
+    let at = Tens::random::<C>(&[4, 3], &mut rng);
+    let bt = Tens::random::<C>(&[3, 5], &mut rng);
+    let ct = Tens::random::<C>(&[4, 5], &mut rng);
+    let mut c = Placed::<C>::new(&ct, Lay::ColMajor, &mut rng);
+    let before = c.get();
+    let mut b = Placed::<C>::new(&bt, Lay::ColMajor, &mut rng);
+    let cases: Vec<(Vec<isize>, bool, &str)> = vec![
+        (vec![-1, 4], false, "negative"),
+        (vec![2, 8], false, "unit stride"),
+        (vec![1, 4], true, "conjugated"),
+        (vec![1, 2], false, "leading dimension"),
+    ];
+    for (strides, conj, reason) in cases {
+        let mut a = Placed::<C>::with_strides(&at, &strides, C::new(0.0, 0.0));
+        let r = unsafe {
+            gemm_blas_with(&lib, &c.op(false), Scalar::real(1.0), &a.op(conj), &b.op(false), Some(Scalar::real(1.0)))
+        };
+        match r {
+            Err(why) => assert!(why.contains(reason), "strides {strides:?}: {why}"),
+            Ok(_) => panic!("strides {strides:?} conj {conj}: accepted"),
+        }
+        assert_close(&c.get(), &before, 0.0, "declined calls write nothing");
+    }
+    // Overlapping C is an error for every backend, not a decline.
+    let ext = [4usize, 5];
+    let st = [0isize, 1];
+    let mut a = Placed::<C>::new(&at, Lay::ColMajor, &mut rng);
+    let cop = Operand { extents: &ext, strides: &st, ..c.op(false) };
+    let r = unsafe { gemm_blas_with(&lib, &cop, Scalar::real(1.0), &a.op(false), &b.op(false), None) };
+    assert_eq!(r.expect("ran").unwrap_err().status(), Status::InvalidArgument);
+    // Shape errors name the shapes.
+    let mut b2 = Placed::<C>::new(&Tens::random::<C>(&[5, 2], &mut rng), Lay::ColMajor, &mut rng);
+    let mut c2 = Placed::<C>::new(&Tens::random::<C>(&[4, 2], &mut rng), Lay::ColMajor, &mut rng);
+    let e = unsafe { gemm_blas_with(&lib, &c2.op(false), Scalar::real(1.0), &a.op(false), &b2.op(false), None) }
+        .expect("ran")
+        .unwrap_err();
+    assert!(e.message().contains("A is 4x3") && e.message().contains("B is 5x2"), "{}", e.message());
+    // Integer dtypes: declined.
+    let mut iv = vec![0i32; 4];
+    let e2 = [2usize, 2];
+    let s2 = [2isize, 1];
+    let iop = Operand { ptr: iv.as_mut_ptr() as *mut u8, dtype: DType::I32, extents: &e2, strides: &s2, conj: false };
+    assert!(unsafe { gemm_blas_with(&lib, &iop, Scalar::real(1.0), &iop, &iop, None) }.is_err());
+}
+
+#[test]
+fn blas_absent_declines() {
+    let e = load_from(&[]).err().expect("no candidates");
+    assert!(!e.is_empty());
+    let e = load_from(&["/nonexistent/libta-no-blas.so"]).err().expect("missing file");
+    assert!(e.contains("/nonexistent/libta-no-blas.so"), "{e}");
+    // A library without gemm symbols is skipped with a reason.
+    let e = load_from(&["libc.so.6"]).err().expect("libc has no dgemm_");
+    assert!(e.contains("no sgemm_"), "{e}");
+}
+
+/// Runs this test binary again with `TA_BLAS_LIB` pointing at a missing
+/// file: the process-wide loader then has no BLAS, and gemm declines with
+/// the reason (see `child_without_blas`).
+#[test]
+fn blas_absent_in_subprocess() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "sysblas::tests::child_without_blas", "--nocapture", "--test-threads=1"])
+        .env(ENV_VAR, "/nonexistent/libta-no-blas.so")
+        .env("TA_BLAS_TEST_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed") && text.contains("child: declined"), "{text}");
+}
+
+#[test]
+fn child_without_blas() {
+    if std::env::var_os("TA_BLAS_TEST_CHILD").is_none() {
+        return; // only meaningful in the subprocess above
+    }
+    assert!(blas_info().is_none());
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut a = Placed::<f64>::new(&Tens::random::<f64>(&[2, 2], &mut rng), Lay::RowMajor, &mut rng);
+    let mut b = Placed::<f64>::new(&Tens::random::<f64>(&[2, 2], &mut rng), Lay::RowMajor, &mut rng);
+    let ct = Tens::random::<f64>(&[2, 2], &mut rng);
+    let mut c = Placed::<f64>::new(&ct, Lay::RowMajor, &mut rng);
+    let r = unsafe { gemm_blas(&c.op(false), Scalar::real(1.0), &a.op(false), &b.op(false), None) };
+    let Err(why) = r else { panic!("accepted without a BLAS") };
+    assert!(why.contains("/nonexistent/libta-no-blas.so"), "{why}");
+    assert_close(&c.get(), &ct, 0.0, "untouched");
+    println!("child: declined: {why}");
+}
