@@ -14,17 +14,14 @@ use tensorasync::*;
 const BATCH: usize = 10_000;
 
 fn inc() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
-            Ok(())
-        },
-        data: [0, 0],
-    }
+    KernelFn::inline(|c| {
+        unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
+        Ok(())
+    })
 }
 
 fn noop() -> KernelFn {
-    KernelFn::Raw { f: |_, _| Ok(()), data: [0, 0] }
+    KernelFn::inline(|_| Ok(()))
 }
 
 fn scalar_tensor() -> Tensor {

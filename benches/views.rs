@@ -13,36 +13,30 @@ use tensorasync::*;
 const BATCH: usize = 10_000;
 
 fn inc() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
-            Ok(())
-        },
-        data: [0, 0],
-    }
+    KernelFn::inline(|c| {
+        unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
+        Ok(())
+    })
 }
 
 /// About 2 ms of arithmetic over the view's elements, touching each one.
 fn heavy() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            let v = &c.views()[0];
-            let (rows, cols) = (v.extents[0] as isize, v.extents[1] as isize);
-            let p = v.ptr as *mut f64;
-            for _ in 0..40 {
-                for i in 0..rows {
-                    for j in 0..cols {
-                        unsafe {
-                            let e = p.offset(i * v.strides[0] + j * v.strides[1]);
-                            *e = (*e * 1.000001 + 0.5).sqrt();
-                        }
+    KernelFn::inline(|c| {
+        let v = &c.views()[0];
+        let (rows, cols) = (v.extents[0] as isize, v.extents[1] as isize);
+        let p = v.ptr as *mut f64;
+        for _ in 0..40 {
+            for i in 0..rows {
+                for j in 0..cols {
+                    unsafe {
+                        let e = p.offset(i * v.strides[0] + j * v.strides[1]);
+                        *e = (*e * 1.000001 + 0.5).sqrt();
                     }
                 }
             }
-            Ok(())
-        },
-        data: [0, 0],
-    }
+        }
+        Ok(())
+    })
 }
 
 fn views(c: &mut Criterion) {

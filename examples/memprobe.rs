@@ -32,8 +32,7 @@ fn main() {
         .unwrap();
         let r0 = rss_kb();
         for _ in 0..n {
-            ops::kernel("k", &[(&t, Mode::Update)], KernelFn::Raw { f: |_, _| Ok(()), data: [0, 0] }, Submit::on(&rt))
-                .unwrap();
+            ops::kernel("k", &[(&t, Mode::Update)], KernelFn::inline(|_| Ok(())), Submit::on(&rt)).unwrap();
         }
         let r1 = rss_kb();
         println!("per pending op: {:.0} B", (r1 - r0) as f64 * 1024.0 / n as f64);

@@ -5,13 +5,10 @@ fn med(mut v: Vec<f64>) -> (f64, f64) {
     (v[0], v[v.len() / 2])
 }
 fn k() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
-            Ok(())
-        },
-        data: [0, 0],
-    }
+    KernelFn::inline(|c| {
+        unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
+        Ok(())
+    })
 }
 fn main() {
     let n = 100_000;
@@ -47,13 +44,7 @@ fn main() {
         for _ in 0..n / 10 {
             ops::kernel("w", &[(&t, Mode::Update)], k(), Submit::on(&rt)).unwrap();
             for _ in 0..8 {
-                ops::kernel(
-                    "r",
-                    &[(&t, Mode::Read)],
-                    KernelFn::Raw { f: |_, _| Ok(()), data: [0, 0] },
-                    Submit::on(&rt),
-                )
-                .unwrap();
+                ops::kernel("r", &[(&t, Mode::Read)], KernelFn::inline(|_| Ok(())), Submit::on(&rt)).unwrap();
             }
         }
         t.wait(None).unwrap();

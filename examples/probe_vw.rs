@@ -1,13 +1,10 @@
 use std::time::Instant;
 use tensorasync::*;
 fn inc() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
-            Ok(())
-        },
-        data: [0, 0],
-    }
+    KernelFn::inline(|c| {
+        unsafe { *(c.views()[0].ptr as *mut f64) += 1.0 };
+        Ok(())
+    })
 }
 fn main() {
     let rt = Runtime::new(2).unwrap();

@@ -19,12 +19,14 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::coalesced::Coalesced;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::storage::Storage;
-use crate::value::{Contents, Tensor, Value, ValueRc};
+use crate::value::{Contents, Value, ValueRc};
 
 /// How the blocks cut the array.
 enum Shape {
@@ -45,31 +47,21 @@ pub(crate) struct BlockArrayInner {
     shape: Shape,
 }
 
-/// A coalesced view: several blocks as one strided tensor.
-pub(crate) struct Coalesced {
-    /// Keeps the allocation and the blocks' records alive.
-    pub(crate) array: Arc<BlockArrayInner>,
-    /// The covered blocks' hazard records (each enrolled over its whole block).
-    pub(crate) members: SmallVec<[ValueRc; 4]>,
-    /// Where the elements are in the shared storage (absolute offset).
-    pub(crate) layout: Layout,
-}
-
-impl Coalesced {
-    pub(crate) fn data(&self) -> *mut u8 {
-        // SAFETY: the layout lies inside the shared storage, which `array` keeps alive.
-        unsafe { self.array.storage.ptr().offset(self.layout.offset * self.array.dtype.size() as isize) }
-    }
-}
-
 /// A handle to a block array. Cloning shares it.
 #[derive(Clone)]
 pub struct BlockArray(Arc<BlockArrayInner>);
 
 impl BlockArray {
-    /// A zero-filled tiled array of `extents`, cut in tiles of `tile` (the
-    /// last tile on an axis may be ragged), stored as one dense array in `order`.
-    pub fn tiled(dtype: DType, extents: &[usize], tile: &[usize], order: Order, domain: Domain) -> Result<BlockArray> {
+    /// A tiled array of `extents`, cut in tiles of `tile` (the last tile on
+    /// an axis may be ragged), stored as one dense array in `order`: zeroed
+    /// on the host, uninitialised on a device (see `BlockArray::tiled`).
+    pub(crate) fn tiled_unfilled(
+        dtype: DType,
+        extents: &[usize],
+        tile: &[usize],
+        order: Order,
+        domain: Domain,
+    ) -> Result<BlockArray> {
         const O: &str = "blocks_new_tiled";
         crate::value::check_domain(domain, O)?;
         if tile.len() != extents.len() {
@@ -97,12 +89,13 @@ impl BlockArray {
             layouts.push(Layout { offset, extents: ext, strides: whole.strides.clone() });
         }
         let shape = Shape::Tiled { extents: extents.into(), tile: tile.into(), grid, whole };
-        BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?).zeroed()
+        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?))
     }
 
-    /// A zero-filled list of blocks of the given shapes (block-sparse
-    /// storage), each dense in `order`, one after another in one allocation.
-    pub fn list(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
+    /// A list of blocks of the given shapes (block-sparse storage), each
+    /// dense in `order`, one after another in one allocation: zeroed on the
+    /// host, uninitialised on a device (see `BlockArray::list`).
+    pub(crate) fn list_unfilled(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
         const O: &str = "blocks_new_list";
         crate::value::check_domain(domain, O)?;
         let mut layouts = Vec::with_capacity(shapes.len());
@@ -116,19 +109,7 @@ impl BlockArray {
             layouts.push(l);
         }
         let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, domain, O)?;
-        BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?).zeroed()
-    }
-
-    /// Host allocations come zeroed; device memory gets a zero fill as each
-    /// block's first operation (on the default runtime), so creation never
-    /// waits for the device and every later access follows the fill.
-    fn zeroed(self) -> Result<BlockArray> {
-        if self.0.domain != Domain::Host {
-            for i in 0..self.count() {
-                crate::ops::fill(&self.block(i)?, crate::dtype::Scalar::real(0.0), Default::default())?;
-            }
-        }
-        Ok(self)
+        Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?))
     }
 
     fn assemble(
@@ -247,7 +228,8 @@ impl BlockArray {
             })
             .collect();
         Ok(Tensor::of_coalesced(Coalesced {
-            array: self.0.clone(),
+            storage: self.0.storage.clone(),
+            dtype: self.0.dtype,
             members,
             layout: Layout { offset, extents: ext, strides: whole.strides.clone() },
         }))
@@ -299,7 +281,7 @@ impl BlockArray {
         let mut layout = Layout::contiguous(&ext, order);
         layout.offset = ls[0].offset;
         let members = self.0.blocks[first..=last].iter().cloned().collect();
-        Ok(Tensor::of_coalesced(Coalesced { array: self.0.clone(), members, layout }))
+        Ok(Tensor::of_coalesced(Coalesced { storage: self.0.storage.clone(), dtype: self.0.dtype, members, layout }))
     }
 
     /// The whole array as one view over every block.
@@ -329,7 +311,7 @@ fn alloc(
         })?;
     let storage = match domain {
         Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
-        Domain::Cuda(d) => crate::device::storage::alloc(d, bytes, origin)?,
+        Domain::Cuda(d) => crate::device::memory::alloc(d, bytes, origin)?,
     };
     Ok((Arc::new(storage), layout))
 }

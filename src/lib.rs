@@ -31,6 +31,8 @@ pub mod backends;
 #[cfg(feature = "mimalloc")]
 mod block_cache;
 pub mod blocks;
+mod coalesced;
+mod counted;
 pub mod device;
 pub mod dispatch;
 pub mod domain;
@@ -39,8 +41,13 @@ pub mod error;
 pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
+mod future;
+mod handle;
+mod host;
 mod kernels;
 pub mod layout;
+mod ndarray_io;
+mod ndview;
 mod op_name;
 pub mod ops;
 pub mod queue;
@@ -58,13 +65,18 @@ pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
 pub use dtype::{DType, Element, Imm, Scalar};
 pub use error::{Error, Result, Status};
+pub use handle::Tensor;
 pub use layout::{Layout, Order};
-pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
+pub use ops::{KernelCall, KernelFailure, KernelFn, KernelResult, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
-pub use value::Tensor;
 pub use view::SliceSpec;
+
+pub use host::{Acquire, ReadGuard, WriteGuard};
+/// The `ndarray` crate this API's views and arrays come from.
+pub use ndarray;
+pub use ndarray_io::{copy_from_array, copy_from_slice};
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
 #[cfg(feature = "mimalloc")]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::counted::Counted;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::failpoint::{self, Site};
@@ -26,6 +27,12 @@ enum RootAxis {
     Mapped { axis: usize, start: isize, step: isize },
 }
 
+/// A counted reference to a [`View`], as handles hold it (operations point
+/// at the view's layout; see [`Counted`]).
+pub(crate) type ViewRc = Counted<View>;
+
+/// A view of a value: its own layout, conj flag and region over the root's
+/// contents, ordered on the root's queue.
 pub(crate) struct View {
     /// The hazard record shared with the root (its exact queue).
     pub(crate) root: ValueRc,
@@ -149,7 +156,7 @@ impl View {
     }
 
     /// The view's last handle has gone, but operations on its value may
-    /// still be pending (see [`crate::runtime::release_view`]). They need the
+    /// still be pending (see [`crate::counted`]). They need the
     /// view's layout, not its count of the contents: they point into the
     /// value's contents, which a writer that replaces them keeps alive until
     /// it has run, after them. Letting go of the count here lets such a

@@ -195,19 +195,16 @@ fn elements(v: &ResolvedView<'_>) -> Vec<*mut f64> {
 }
 
 fn mix_kernel() -> KernelFn {
-    KernelFn::Raw {
-        f: |_, c| {
-            let (d, s) = (elements(&c.views()[0]), elements(&c.views()[1]));
-            for (pd, ps) in d.iter().zip(&s) {
-                unsafe {
-                    let sv = **ps;
-                    **pd = 0.5 * **pd + sv * sv;
-                }
+    KernelFn::inline(|c| {
+        let (d, s) = (elements(&c.views()[0]), elements(&c.views()[1]));
+        for (pd, ps) in d.iter().zip(&s) {
+            unsafe {
+                let sv = **ps;
+                **pd = 0.5 * **pd + sv * sv;
             }
-            Ok(())
-        },
-        data: [0, 0],
-    }
+        }
+        Ok(())
+    })
 }
 
 /// What a read observes: the view's values in row-major order, or the name of

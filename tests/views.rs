@@ -320,8 +320,12 @@ fn deep_copies_and_structural_copies() {
     assert_eq!(read_f64(&copy), vec![0.0, 2.0, 4.0], "the copy saw the writes enrolled before it, not after");
     assert_eq!(read_f64(&t), vec![-5.0; 3]);
     let v = t.slice(&[SliceSpec::range(1, 3)]).unwrap();
-    let (w, none) = v.deep_copy(Submit::on(&rt).with_event()).unwrap();
-    assert!(none.is_none() && w.is_view() && w.same_value(&t), "copying a view handle gives the same view");
+    let (w, ev) = v.deep_copy(Submit::on(&rt).with_event()).unwrap();
+    assert!(!w.is_view() && !w.same_value(&t), "a deep copy of a view is a new value");
+    ev.unwrap().wait(LONG).unwrap();
+    assert_eq!(read_f64(&w), vec![-5.0; 2], "it holds the view's elements");
+    let s = v.clone();
+    assert!(s.is_view() && s.same_value(&t), "a structural copy of a view handle is the same view");
 }
 
 #[test]

@@ -36,9 +36,9 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 
 mod cuda;
+pub(crate) mod memory;
 mod registry;
 pub mod sim;
-pub(crate) mod storage;
 
 /// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
 #[doc(hidden)]

@@ -2,18 +2,11 @@
 //! caller can choose from ([`BackendKind`], [`Selector`]), a backend's answer
 //! ([`Outcome`]) and the device context of one run ([`RunCtx`]).
 
-use std::any::Any;
-use std::sync::Arc;
-
-use smallvec::SmallVec;
-
 use super::op::{KernelOp, OpTag};
-use crate::device::{Device, StreamId};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::resolved::ResolvedView;
-use crate::runtime::task::Issue;
 
 /// Backend families a caller can allow or forbid.
 #[repr(u32)]
@@ -82,30 +75,7 @@ pub(crate) trait Backend: Sync {
     fn run(&self, op: &KernelOp, views: &[ResolvedView<'_>], cx: &mut RunCtx) -> Outcome;
 }
 
-/// Device context of one run of an operation's body.
-#[derive(Default)]
-pub(crate) struct RunCtx {
-    /// Markers of same-device predecessors: the work must queue behind them.
-    pub(crate) waits: SmallVec<[Issue; 2]>,
-    /// Set by a device backend that queued work.
-    pub(crate) issued: Option<Issued>,
-    /// Set by a user kernel that deferred its completion.
-    pub(crate) deferred: Option<std::sync::Arc<crate::runtime::deferred::TokenInner>>,
-}
-
-/// Work a device backend queued: where, and what the finish still needs.
-pub(crate) struct Issued {
-    pub(crate) device: Arc<dyn Device>,
-    /// The stream the work is on (the last one, if it used several after
-    /// joining them).
-    pub(crate) stream: StreamId,
-    /// Host work to run once the device work is done (for example, unpack a
-    /// staging buffer into host memory); its error fails the operation.
-    pub(crate) finisher: Option<Finisher>,
-    /// What must live until the device work is done (staging buffers, and
-    /// storage of temporaries).
-    pub(crate) keep: SmallVec<[Box<dyn Any + Send>; 2]>,
-}
-
-/// See [`Issued::finisher`].
-pub(crate) type Finisher = Box<dyn FnOnce() -> Result<()> + Send>;
+// The device work and run context are the runtime's (it keeps them between
+// a device task's issue and finish); backends fill them in.
+pub(crate) use crate::runtime::device_work::Issued;
+pub(crate) use crate::runtime::run_ctx::RunCtx;

@@ -24,10 +24,19 @@ thread_local! {
 
 type CKernel = unsafe extern "C" fn(*const ta_view, usize, *mut c_void, *mut ta_kernel_ctx) -> ta_status;
 
-/// Calls the C kernel stored in `data` (function pointer, userdata).
-fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
-    // SAFETY: data[0] was made from a non-NULL `CKernel` in `ta_kernel_submit`.
-    let f: CKernel = unsafe { std::mem::transmute::<usize, CKernel>(data[0]) };
+/// A C kernel and its userdata, stored inline in the kernel (no allocation).
+#[derive(Clone, Copy)]
+struct CKernelRef {
+    f: CKernel,
+    userdata: *mut c_void,
+}
+
+// SAFETY: the C contract lets a kernel run on any worker thread with its userdata.
+unsafe impl Send for CKernelRef {}
+
+/// Calls the C kernel `k`.
+fn trampoline(k: CKernelRef, call: &mut KernelCall<'_>) -> KernelResult {
+    let f = k.f;
     let mut views: SmallVec<[ta_view; 4]> = SmallVec::new();
     for v in call.views() {
         views.push(ta_view {
@@ -55,7 +64,7 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
     }
     let _pop = Pop;
     // SAFETY: calling the user's kernel with views valid for the call.
-    let rc = unsafe { f(views.as_ptr(), views.len(), data[1] as *mut c_void, token as *mut ta_kernel_ctx) };
+    let rc = unsafe { f(views.as_ptr(), views.len(), k.userdata, token as *mut ta_kernel_ctx) };
     if rc == 0 {
         Ok(())
     } else {
@@ -132,7 +141,8 @@ pub extern "C" fn ta_kernel_submit(
                 // contract keeps valid until the operation completes.
                 unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
             };
-            let k = KernelFn::Raw { f: trampoline, data: [f as usize, userdata as usize] };
+            let ck = CKernelRef { f, userdata };
+            let k = KernelFn::inline(move |call| trampoline(ck, call));
             submit_in(b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))
         })
     })

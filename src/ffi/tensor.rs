@@ -8,9 +8,9 @@ use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Status};
+use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::storage::ReleaseFn;
-use crate::value::Tensor;
 
 /// Largest rank accepted through the C ABI.
 const MAX_RANK: usize = 64;
@@ -492,6 +492,10 @@ pub extern "C" fn ta_tensor_clone(
         let t = tensor_arg(tensor, O, "tensor")?;
         let mut fresh = None;
         super::ops::submit_with(O, opts, event_out, |s| {
+            if t.is_view() {
+                fresh = Some(t.clone()); // a structural copy: the same view
+                return Ok(None);
+            }
             let (c, ev) = t.deep_copy(s)?;
             fresh = Some(c);
             Ok(ev)

@@ -5,9 +5,9 @@ use super::Body;
 use crate::dispatch::{self, KernelOp, OpTag};
 use crate::dtype::{Imm, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Tensor;
 
 /// Reject operands whose dtype or domain differ from the first one's.
 pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Result<()> {

@@ -15,11 +15,12 @@ use super::Body;
 use crate::dispatch::{self, KernelOp, ScalarSlot};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
 use crate::kernels::check as shapes;
 use crate::layout::{Extents, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::{Tensor, Value};
+use crate::value::Value;
 
 /// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
 #[derive(Clone, Copy)]

@@ -8,9 +8,11 @@
 
 mod copy;
 mod elementwise;
+mod host_access;
 mod kernel;
 mod linalg;
 pub(crate) mod submit;
+mod tensor_ops;
 mod transfer;
 
 use std::mem::ManuallyDrop;
@@ -18,20 +20,23 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, KernelOp, RunCtx};
+use crate::dispatch::{self, Candidates, KernelOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::handle::{Repr, Tensor};
 use crate::layout::Layout;
 use crate::queue::Mode;
-use crate::value::{Repr, Tensor, Value};
+use crate::runtime::body::TaskBody;
+use crate::runtime::run_ctx::RunCtx;
+use crate::value::Value;
 
 pub use crate::op_name::OpName;
 pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
-pub use kernel::{external, kernel, KernelCall, KernelFailure, KernelFn, KernelResult, RawKernelFn};
+pub use kernel::{external, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
@@ -139,7 +144,7 @@ pub(crate) enum Body {
     Kernel(KernelFn),
     /// An operation whose body runs elsewhere (host access, external work):
     /// once granted, its task parks in this token until it is finished.
-    External(Arc<crate::runtime::deferred::TokenInner>),
+    External(Arc<crate::runtime::token::TokenInner>),
 }
 
 /// A submitted operation: its name (the origin of any error it starts), its
@@ -222,7 +227,7 @@ impl Operation {
     }
 
     /// The token of an operation whose body runs elsewhere.
-    pub(crate) fn external(&self) -> Option<&Arc<crate::runtime::deferred::TokenInner>> {
+    pub(crate) fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
         match &self.body {
             Body::External(t) => Some(t),
             _ => None,
@@ -232,12 +237,12 @@ impl Operation {
     /// The views of the granted accesses, copied, and what keeps their
     /// storage alive (counted handles of the operands, and for whole values
     /// the contents they were enrolled with), for a task about to park.
-    pub(crate) fn granted(&self) -> (Vec<crate::runtime::deferred::GrantedView>, Vec<crate::runtime::deferred::Keep>) {
+    pub(crate) fn granted(&self) -> (Vec<crate::runtime::token::GrantedView>, Vec<crate::runtime::token::Keep>) {
         let mut views = Vec::with_capacity(self.accesses.len());
         let mut keep = Vec::with_capacity(self.accesses.len());
         for a in &self.accesses {
             let v = a.view();
-            views.push(crate::runtime::deferred::GrantedView {
+            views.push(crate::runtime::token::GrantedView {
                 ptr: v.ptr,
                 dtype: v.dtype,
                 extents: v.extents.iter().copied().collect(),
@@ -261,5 +266,30 @@ impl Operation {
     /// Whether the operation accesses `value`.
     pub(crate) fn holds(&self, value: &Arc<Value>) -> bool {
         self.accesses.iter().any(|a| a.tensor.hazards().any(|(v, _)| Arc::ptr_eq(v, value)))
+    }
+}
+
+/// The runtime runs an operation through this (it knows no operation type).
+impl TaskBody for Operation {
+    fn origin(&self) -> std::borrow::Cow<'static, str> {
+        self.name.to_origin()
+    }
+    fn execute(&mut self, cx: &mut RunCtx) -> Result<()> {
+        Operation::execute(self, cx)
+    }
+    fn commit(&self, result: &Result<()>) {
+        Operation::commit(self, result)
+    }
+    fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
+        Operation::external(self)
+    }
+    fn poisoned_input(&self) -> Option<Error> {
+        Operation::poisoned_input(self)
+    }
+    fn granted(&self) -> (Vec<crate::runtime::token::GrantedView>, Vec<crate::runtime::token::Keep>) {
+        Operation::granted(self)
+    }
+    fn holds(&self, value: &Arc<Value>) -> bool {
+        Operation::holds(self, value)
     }
 }

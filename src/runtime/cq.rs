@@ -26,6 +26,11 @@ pub struct CompletionEntry {
 struct Inner {
     entries: Mutex<VecDeque<CompletionEntry>>,
     fd: OwnedFd,
+    /// Tasks awaiting an entry as a stream (see [`CompletionQueue::poll_waker`]),
+    /// registered and taken under `entries`' lock; `has_wakers` (also only
+    /// touched under that lock) spares a push the second lock when nobody awaits.
+    wakers: Mutex<Vec<std::task::Waker>>,
+    has_wakers: std::sync::atomic::AtomicBool,
 }
 
 /// A queue of completions with a pollable file descriptor. Cloning shares it.
@@ -46,7 +51,12 @@ impl CompletionQueue {
         }
         // SAFETY: `raw` is a fresh descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(CompletionQueue(Arc::new(Inner { entries: Mutex::new(VecDeque::new()), fd })))
+        Ok(CompletionQueue(Arc::new(Inner {
+            entries: Mutex::new(VecDeque::new()),
+            fd,
+            wakers: Mutex::new(Vec::new()),
+            has_wakers: std::sync::atomic::AtomicBool::new(false),
+        })))
     }
 
     /// The descriptor that is readable while completions are pending. It stays
@@ -65,6 +75,38 @@ impl CompletionQueue {
             unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
         }
         q.push_back(entry);
+        if !self.0.has_wakers.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        self.0.has_wakers.store(false, std::sync::atomic::Ordering::Relaxed);
+        let wakers = std::mem::take(&mut *self.0.wakers.lock());
+        drop(q);
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Take the oldest completion, or register `waker` to be woken by the
+    /// next push (under the queue's lock, so no push slips in between).
+    pub(crate) fn poll_waker(&self, waker: &std::task::Waker) -> Option<CompletionEntry> {
+        let mut q = self.0.entries.lock();
+        if let Some(e) = q.pop_front() {
+            if q.is_empty() {
+                let mut sink: u64 = 0;
+                // SAFETY: reads 8 bytes into a live u64; non-blocking.
+                unsafe { libc::read(self.fd(), (&mut sink as *mut u64).cast(), 8) };
+            }
+            return Some(e);
+        }
+        let mut w = self.0.wakers.lock();
+        if !w.iter().any(|x| x.will_wake(waker)) {
+            w.push(waker.clone());
+        }
+        self.0.has_wakers.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(w);
+        drop(q);
+        super::poke::poke();
+        None
     }
 
     /// Take up to `max` completions, oldest first.
@@ -73,7 +115,7 @@ impl CompletionQueue {
         let n = max.min(q.len());
         if n == 0 {
             // The caller waits for completions (see `runtime::poke`).
-            super::poke();
+            super::poke::poke();
         }
         let out: Vec<_> = q.drain(..n).collect();
         if n > 0 && q.is_empty() {

@@ -28,20 +28,21 @@ use std::sync::Arc;
 
 use loom::sync::mpsc;
 
+use super::event::Event;
 use super::exec;
 use super::task::Task;
-use super::Event;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::Status;
+use crate::handle::Tensor;
 use crate::layout::Order;
 use crate::queue::{EpochQueue, Mode};
 use crate::region::Region;
 use crate::sync::Mutex;
-use crate::value::{Tensor, ValueRc};
+use crate::value::ValueRc;
 
 /// The value lock with its epoch queue.
-type Queue = Arc<Mutex<EpochQueue>>;
+type Queue = Arc<Mutex<EpochQueue<Task>>>;
 
 /// The order in which tasks were enrolled.
 type Log = Arc<std::sync::Mutex<Vec<usize>>>;

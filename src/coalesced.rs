@@ -1,0 +1,29 @@
+//! Coalesced views (SPEC §2.4): several blocks of a block array as one
+//! strided tensor, ordered on every covered block's queue.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::storage::Storage;
+use crate::value::ValueRc;
+
+/// A coalesced view: several blocks as one strided tensor.
+pub(crate) struct Coalesced {
+    /// The block array's shared allocation (the blocks' storages are parts of it).
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) dtype: DType,
+    /// The covered blocks' hazard records (each enrolled over its whole block).
+    pub(crate) members: SmallVec<[ValueRc; 4]>,
+    /// Where the elements are in the shared storage (absolute offset).
+    pub(crate) layout: Layout,
+}
+
+impl Coalesced {
+    pub(crate) fn data(&self) -> *mut u8 {
+        // SAFETY: the layout lies inside the shared storage, which `storage` keeps alive.
+        unsafe { self.storage.ptr().offset(self.layout.offset * self.dtype.size() as isize) }
+    }
+}

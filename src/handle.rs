@@ -1,0 +1,300 @@
+//! Tensor handles (SPEC §2): a [`Tensor`] is a durable handle to a whole
+//! value, a view of one, or a coalesced view of several blocks of a block
+//! array. Cloning a handle shares it; dropping one releases its count of the
+//! value (see [`crate::counted`]), never blocking.
+//!
+//! The methods here describe and derive handles without submitting
+//! anything. Those that submit operations or wait (creation with contents,
+//! copies, waits) are defined above the runtime, in `ops/tensor_ops.rs`.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::coalesced::Coalesced;
+use crate::domain::Domain;
+use crate::dtype::DType;
+use crate::error::{Error, Result, Status};
+use crate::layout::{Extents, Layout, Order};
+use crate::region::Region;
+use crate::storage::{ReleaseFn, Storage};
+use crate::value::{check_domain, Contents, Value, ValueRc};
+use crate::view::{SliceSpec, View, ViewRc};
+
+static FULL_REGION: Region = Region::Full;
+
+/// A handle to an asynchronous tensor: a whole value, or a view of one (see
+/// [`crate::view`]). Cloning the handle shares it (same data, same epoch
+/// queue: a structural copy); [`Tensor::deep_copy`] makes a new value with
+/// a copy of the elements.
+/// Releasing a handle never blocks, and pending operations keep the data alive.
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Repr);
+
+/// A whole value is one pointer, so plain tensors stay as small as they can.
+#[derive(Clone)]
+pub(crate) enum Repr {
+    Value(ValueRc),
+    View(ViewRc),
+    /// Several blocks of a block array as one view (several hazard records).
+    Coalesced(Arc<Coalesced>),
+}
+
+/// The hazard records a handle orders on, each with the region it touches:
+/// one for a value or a view, one per covered block for a coalesced view.
+pub(crate) enum Hazards<'a> {
+    One(Option<(&'a Arc<Value>, &'a Region)>),
+    Many(std::slice::Iter<'a, ValueRc>),
+}
+
+impl<'a> Iterator for Hazards<'a> {
+    type Item = (&'a Arc<Value>, &'a Region);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Hazards::One(x) => x.take(),
+            Hazards::Many(it) => it.next().map(|v| (v.arc(), &FULL_REGION)),
+        }
+    }
+}
+
+impl Tensor {
+    fn whole(v: Arc<Value>) -> Tensor {
+        Tensor(Repr::Value(ValueRc::new(v)))
+    }
+
+    /// A handle to a new value holding `contents` (which the caller has
+    /// filled, or will fill with the tensor's first operation).
+    pub(crate) fn of_contents(dtype: DType, domain: Domain, contents: Arc<Contents>) -> Tensor {
+        Tensor::whole(Value::new(dtype, domain, Some(contents), false))
+    }
+
+    /// A handle to an existing value (a block of a block array).
+    pub(crate) fn of_value(v: ValueRc) -> Tensor {
+        Tensor(Repr::Value(v))
+    }
+
+    fn of_view(v: View) -> Tensor {
+        Tensor(Repr::View(ViewRc::new(Arc::new(v))))
+    }
+
+    pub(crate) fn of_coalesced(c: Coalesced) -> Tensor {
+        Tensor(Repr::Coalesced(Arc::new(c)))
+    }
+
+    /// The value (hazard record) this handle orders on: itself, a view's
+    /// root, or a coalesced view's first block.
+    pub(crate) fn root(&self) -> &Arc<Value> {
+        match &self.0 {
+            Repr::Value(v) => v.arc(),
+            Repr::View(v) => v.root.arc(),
+            Repr::Coalesced(c) => c.members[0].arc(),
+        }
+    }
+
+    /// Every hazard record this handle orders on, with its region.
+    pub(crate) fn hazards(&self) -> Hazards<'_> {
+        match &self.0 {
+            Repr::Value(v) => Hazards::One(Some((v.arc(), &FULL_REGION))),
+            Repr::View(v) => Hazards::One(Some((v.root.arc(), &v.region))),
+            Repr::Coalesced(c) => Hazards::Many(c.members.iter()),
+        }
+    }
+
+    /// The one hazard record of a value or a view, with its region (`None`
+    /// for a coalesced view, which has several).
+    #[inline]
+    pub(crate) fn single_hazard(&self) -> Option<(&Arc<Value>, &Region)> {
+        match &self.0 {
+            Repr::Value(v) => Some((v.arc(), &FULL_REGION)),
+            Repr::View(v) => Some((v.root.arc(), &v.region)),
+            Repr::Coalesced(_) => None,
+        }
+    }
+
+    /// The coalesced view, if this handle is one.
+    pub(crate) fn coalesced(&self) -> Option<&Coalesced> {
+        match &self.0 {
+            Repr::Coalesced(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The view, if this handle is one.
+    pub(crate) fn view(&self) -> Option<&View> {
+        match &self.0 {
+            Repr::View(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// An unconstructed tensor: dtype and domain known, no shape yet. An
+    /// overwrite (copy-in, copy) constructs it.
+    pub fn unconstructed(dtype: DType, domain: Domain) -> Result<Tensor> {
+        check_domain(domain, "tensor_new")?;
+        Ok(Tensor::whole(Value::new(dtype, domain, None, false)))
+    }
+
+    /// ownership). A `writable == false` tensor, or one whose strides make
+    /// elements overlap, is read-only: every write to it is rejected at submission.
+    ///
+    /// # Safety
+    /// `ptr` is the address of element offset 0 of `layout` (negative strides
+    /// reach below it). It must stay valid for reads (and writes, if writable)
+    /// of every element `layout` addresses until `release` runs, and nothing
+    /// else may write it meanwhile.
+    pub unsafe fn wrap(
+        dtype: DType,
+        layout: Layout,
+        ptr: *mut u8,
+        writable: bool,
+        release: Option<ReleaseFn>,
+    ) -> Result<Tensor> {
+        let origin = "tensor_wrap";
+        let Some(base) = std::ptr::NonNull::new(ptr) else {
+            return Err(Error::new(Status::NullPointer, origin, "data pointer is NULL"));
+        };
+        if (ptr as usize) % dtype.align() != 0 {
+            return Err(Error::new(
+                Status::InvalidArgument,
+                origin,
+                format!("data pointer is not aligned for {}", dtype.name()),
+            ));
+        }
+        // The storage starts at the lowest element the layout reaches, which
+        // lies below `ptr` when strides are negative.
+        let too_large = || Error::new(Status::InvalidArgument, origin, "layout is too large");
+        let (lo, bytes) = match layout.checked_span() {
+            Some((lo, _)) => (lo, layout.footprint().and_then(|n| n.checked_mul(dtype.size())).ok_or_else(too_large)?),
+            None if layout.is_empty() => (0, 0),
+            None => return Err(too_large()),
+        };
+        let shift = lo.checked_mul(dtype.size() as isize).ok_or_else(too_large)?;
+        let mut layout = layout;
+        layout.offset -= lo;
+        // SAFETY: by the caller's contract every addressed element is valid
+        // memory, and the lowest one is `lo` elements from `ptr`.
+        let base = unsafe { std::ptr::NonNull::new_unchecked(base.as_ptr().offset(shift)) };
+        let read_only = !writable || !layout.is_non_overlapping();
+        // SAFETY: forwarded from the caller.
+        let storage = unsafe { Storage::wrap(base, bytes, release) };
+        Ok(Tensor::whole(Value::new(dtype, Domain::Host, Some(Contents::owning(storage, layout)), read_only)))
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.root().dtype()
+    }
+
+    /// Domain (host or CUDA device).
+    pub fn domain(&self) -> Domain {
+        self.root().domain()
+    }
+
+    /// Whether writes to this tensor are rejected (read-only memory, conj views).
+    pub fn is_read_only(&self) -> bool {
+        match &self.0 {
+            Repr::Value(v) => v.read_only(),
+            Repr::View(v) => v.read_only,
+            Repr::Coalesced(_) => false,
+        }
+    }
+
+    /// Whether this handle is a view of another value (coalesced block views included).
+    pub fn is_view(&self) -> bool {
+        !matches!(self.0, Repr::Value(_))
+    }
+
+    /// Whether reads through this handle conjugate (a conj view of a complex tensor).
+    pub fn is_conj(&self) -> bool {
+        self.view().is_some_and(|v| v.conj)
+    }
+
+    /// The extents as known at submission time, `None` while unconstructed.
+    pub fn extents(&self) -> Option<Extents> {
+        self.layout().map(|l| l.extents)
+    }
+
+    /// The layout as known at submission time, `None` while unconstructed.
+    /// (For a view, the offset is relative to the root's storage.)
+    pub fn layout(&self) -> Option<Layout> {
+        match &self.0 {
+            Repr::Value(v) => v.state.lock().layout().cloned(),
+            Repr::View(v) => Some(v.layout.clone()),
+            Repr::Coalesced(c) => Some(c.layout.clone()),
+        }
+    }
+
+    /// An identity for the value (its epoch queue): equal for handles that
+    /// share the value, views included, and the id used by
+    /// [`crate::ops::EnrollTrace`].
+    pub fn value_id(&self) -> usize {
+        Arc::as_ptr(self.root()) as usize
+    }
+
+    /// Whether two handles order on the same value (the same epoch queue).
+    pub fn same_value(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(self.root(), other.root())
+    }
+
+    /// Whether two handles order on the same value (the same epoch queue).
+
+    /// Derive a new view from this handle seen as a view.
+    fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {
+        let v = match &self.0 {
+            Repr::View(v) => f(v)?,
+            Repr::Value(v) => f(&View::of_root(v, origin)?)?,
+            Repr::Coalesced(_) => {
+                return Err(Error::new(
+                    Status::Unsupported,
+                    origin,
+                    "views of a coalesced block view are not supported; coalesce the blocks you need instead",
+                ))
+            }
+        };
+        Ok(Tensor::of_view(v))
+    }
+
+    /// A view of some elements: one [`SliceSpec`] per axis (a range with a step,
+    /// possibly negative, or one index that drops the axis).
+    pub fn slice(&self, specs: &[SliceSpec]) -> Result<Tensor> {
+        self.derive("tensor_slice", |v| v.slice(specs))
+    }
+
+    /// A view with axes reordered: axis `j` of the result is axis `perm[j]` of this one.
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        self.derive("tensor_permute", |v| v.permute(perm))
+    }
+
+    /// A view with the axes in reverse order (the matrix transpose for rank 2).
+    pub fn transpose(&self) -> Result<Tensor> {
+        let rank = self
+            .extents()
+            .ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?
+            .len();
+        let perm: SmallVec<[usize; 4]> = (0..rank).rev().collect();
+        self.derive("tensor_transpose", |v| v.permute(&perm))
+    }
+
+    /// A read-only conjugate view: lazy for complex dtypes (kernels read the
+    /// elements conjugated), the identity for real ones. The conj of a conj
+    /// reads the original values.
+    pub fn conj(&self) -> Result<Tensor> {
+        self.derive("tensor_conj", |v| Ok(v.conjugate()))
+    }
+
+    /// A view with new extents over the same elements read in `order`; the
+    /// elements must be dense in that order (`NotContiguous` otherwise).
+    pub fn reshape(&self, extents: &[usize], order: Order) -> Result<Tensor> {
+        self.derive("tensor_reshape", |v| v.reshape(extents, order))
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &self.dtype())
+            .field("domain", &self.domain())
+            .field("extents", &self.extents())
+            .finish()
+    }
+}

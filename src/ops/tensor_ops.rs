@@ -1,0 +1,154 @@
+//! The methods of [`Tensor`] and [`BlockArray`] that submit operations or
+//! wait: creation with contents (a device tensor's zeros are a scheduled
+//! fill), deep copies, and waits. They sit here, above the runtime, so that
+//! the tensor layer below never submits an operation.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use super::copy::copy;
+use super::elementwise::fill;
+use super::submit::Submit;
+use crate::blocks::BlockArray;
+use crate::domain::Domain;
+use crate::dtype::{DType, Element, Scalar};
+use crate::error::{Error, Result, Status};
+use crate::handle::Tensor;
+use crate::layout::{Layout, Order};
+use crate::runtime::event::Event;
+use crate::runtime::waits;
+use crate::value::{check_domain, Value};
+
+impl Tensor {
+    /// A zero-filled tensor.
+    pub fn zeros(dtype: DType, extents: &[usize], order: Order, domain: Domain) -> Result<Tensor> {
+        const O: &str = "tensor_new_zeros";
+        check_domain(domain, O)?;
+        let contents = Value::alloc_contents(dtype, extents, order, domain, O)?;
+        let t = Tensor::of_contents(dtype, domain, contents);
+        if domain != Domain::Host {
+            // Device memory is zeroed by the tensor's first operation (on
+            // the default runtime): creation never waits for the device, and
+            // every later access follows the fill.
+            fill(&t, Scalar::real(0.0), Default::default()).map_err(|e| e.with_origin(O))?;
+        }
+        Ok(t)
+    }
+
+    /// A tensor holding a copy of `data`, laid out densely in `order`.
+    pub fn from_slice<T: Element>(extents: &[usize], order: Order, data: &[T]) -> Result<Tensor> {
+        let l = Layout::contiguous(extents, order);
+        if l.checked_len() != Some(data.len()) {
+            return Err(Error::new(
+                Status::ShapeMismatch,
+                "tensor_new_copy",
+                format!("extents {extents:?} need {:?} elements, got {}", l.checked_len(), data.len()),
+            ));
+        }
+        // SAFETY: `data` is a live slice of exactly `l.len()` elements of T.
+        unsafe { Tensor::from_host(T::DTYPE, &l, data.as_ptr().cast(), order) }
+    }
+
+    /// A tensor holding a copy of host memory described by `src` (any strides),
+    /// stored densely in `order`. The copy is made before this returns.
+    ///
+    /// # Safety
+    /// Every element `src` addresses must be readable at `ptr` (offsets in
+    /// elements of `dtype`).
+    pub unsafe fn from_host(dtype: DType, src: &Layout, ptr: *const u8, order: Order) -> Result<Tensor> {
+        let c = Value::alloc_contents(dtype, &src.extents, order, Domain::Host, "tensor_new_copy")?;
+        // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
+        unsafe { crate::backends::native::copy_raw(dtype, c.storage().ptr(), &c.layout, ptr, src) };
+        Ok(Tensor::of_contents(dtype, Domain::Host, c))
+    }
+
+    /// A deep copy: a new value on a fresh queue, in this tensor's domain,
+    /// holding the elements this handle selects (dense row-major; a conj
+    /// view's elements conjugated), filled by a scheduled copy that sees
+    /// every write enrolled before it. The event (if asked for in `opts`)
+    /// reports that copy. (A structural copy, sharing the value, is `clone`.)
+    pub fn deep_copy(&self, opts: Submit<'_>) -> Result<(Tensor, Option<Event>)> {
+        let fresh = Tensor::unconstructed(self.dtype(), self.domain())?;
+        let ev = copy(&fresh, self, opts)?;
+        Ok((fresh, ev))
+    }
+
+    /// Wait for every operation enrolled on this tensor so far (for a view,
+    /// on the elements it touches), then report the value's state: `Ok` for a
+    /// clean constructed value, the poisoning error, or an `Unconstructed`
+    /// error. `None` waits forever. From inside a task, waiting on a tensor the
+    /// task itself accesses fails with `WouldDeadlock`.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut first_error = Ok(());
+        for (v, r) in self.hazards() {
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let r = waits::wait_value(v, r, left);
+            if first_error.is_ok() {
+                first_error = r;
+            }
+        }
+        first_error
+    }
+
+    /// An event that completes once every operation enrolled on this tensor
+    /// so far (for a view, on the elements it touches) has completed, with
+    /// the outcome [`Tensor::wait`] would report. Never blocks.
+    pub fn ready(&self) -> Event {
+        let mut events: SmallVec<[Event; 1]> = self.hazards().map(|(v, r)| waits::ready_value(v, r)).collect();
+        if events.len() == 1 {
+            return events.pop().expect("one event");
+        }
+        // Several hazard records (a coalesced block view): one event for
+        // all, with the first error in block order.
+        let all = Event::new();
+        let n = events.len();
+        let left = Arc::new((AtomicUsize::new(n), parking_lot::Mutex::new(vec![None; n])));
+        for (i, e) in events.iter().enumerate() {
+            let (all, left) = (all.clone(), left.clone());
+            e.on_complete(Box::new(move |r| {
+                left.1.lock()[i] = Some(r.clone());
+                if left.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let outcome = left
+                        .1
+                        .lock()
+                        .iter_mut()
+                        .map(|r| r.take().expect("every part completed"))
+                        .find(|r| r.is_err())
+                        .unwrap_or(Ok(()));
+                    all.complete(&outcome);
+                }
+            }));
+        }
+        all
+    }
+}
+
+impl BlockArray {
+    /// A zero-filled tiled array of `extents`, cut in tiles of `tile` (the
+    /// last tile on an axis may be ragged), stored as one dense array in `order`.
+    pub fn tiled(dtype: DType, extents: &[usize], tile: &[usize], order: Order, domain: Domain) -> Result<BlockArray> {
+        BlockArray::tiled_unfilled(dtype, extents, tile, order, domain)?.zeroed()
+    }
+
+    /// A zero-filled list of blocks of the given shapes (block-sparse
+    /// storage), each dense in `order`, one after another in one allocation.
+    pub fn list(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
+        BlockArray::list_unfilled(dtype, shapes, order, domain)?.zeroed()
+    }
+
+    /// Host allocations come zeroed; device memory gets a zero fill as each
+    /// block's first operation (on the default runtime), so creation never
+    /// waits for the device and every later access follows the fill.
+    fn zeroed(self) -> Result<BlockArray> {
+        if self.domain() != Domain::Host {
+            for i in 0..self.count() {
+                fill(&self.block(i)?, Scalar::real(0.0), Default::default())?;
+            }
+        }
+        Ok(self)
+    }
+}
