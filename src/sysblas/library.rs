@@ -213,8 +213,14 @@ pub(crate) fn blas() -> Result<&'static Blas, &'static str> {
     }
 }
 
-/// Which library was loaded (name, and OpenBLAS's configuration line), or
-/// `None` when no BLAS is available.
-pub(crate) fn blas_info() -> Option<String> {
+/// Which system BLAS library was loaded (name, and OpenBLAS's configuration
+/// line), or `None` when none is available (the BLAS backend then declines).
+///
+/// ```
+/// if let Some(info) = tensorasync::blas_info() {
+///     assert!(!info.is_empty());
+/// }
+/// ```
+pub fn blas_info() -> Option<String> {
     blas().ok().map(Blas::describe)
 }
