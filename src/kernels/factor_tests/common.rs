@@ -6,7 +6,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use crate::kernels::operand::Operand;
-use crate::kernels::tests::{complex, Lay, Placed, Tens, TestEl};
+use crate::kernels::test_util::{complex, Lay, Placed, Tens, TestEl};
 
 pub(super) const NAN: C = C::new(f64::NAN, 0.0);
 

@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Status};
 use crate::kernels::operand::Operand;
 use crate::kernels::potrf::potrf;
-use crate::kernels::tests::{complex, Lay, Placed, Tens, TestEl};
+use crate::kernels::test_util::{complex, Lay, Placed, Tens, TestEl};
 
 pub(super) fn potrf_case<T: TestEl>(rng: &mut SmallRng, n: usize, lower: bool, lay: Lay, trans: bool) {
     let a = hpd::<T>(n, rng);

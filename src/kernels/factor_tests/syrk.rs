@@ -9,7 +9,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Status;
 use crate::kernels::operand::Operand;
 use crate::kernels::syrk::syrk;
-use crate::kernels::tests::{complex, Lay, Placed, Tens, TestEl};
+use crate::kernels::test_util::{complex, Lay, Placed, Tens, TestEl};
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn syrk_case<T: TestEl>(

@@ -13,7 +13,7 @@ use crate::dtype::Scalar;
 use crate::kernels::par::{work, PAR_MIN_FLOPS};
 use crate::kernels::potrf::potrf;
 use crate::kernels::syrk::syrk;
-use crate::kernels::tests::{Lay, Tens};
+use crate::kernels::test_util::{Lay, Tens};
 use crate::kernels::trsm::trsm;
 
 /// Negative strides (reversed rows and/or columns, padded) on every

@@ -9,7 +9,7 @@ use crate::dtype::Scalar;
 use crate::error::Status;
 use crate::kernels::operand::Operand;
 use crate::kernels::potrf::potrf;
-use crate::kernels::tests::{complex, rand_scalar, Lay, Placed, Tens, TestEl};
+use crate::kernels::test_util::{complex, rand_scalar, Lay, Placed, Tens, TestEl};
 use crate::kernels::trsm::trsm;
 
 #[allow(clippy::too_many_arguments)]
