@@ -30,7 +30,7 @@ use blas::Blas;
 #[allow(unused_imports)]
 use faer::traits::ComplexField as _;
 use kernels::float::Float;
-use kernels::gemm::{self as dense, SMALL_MAX_FLOPS};
+use kernels::gemm::{gemm, gemm_small, SMALL_MAX_FLOPS};
 use kernels::mat2::Mat2;
 use kernels::operand::Operand;
 use kernels::par::PAR_MIN_FLOPS;
@@ -75,7 +75,7 @@ impl<T: Float> Problem<T> {
     fn native(&mut self) {
         let (ext, st) = (self.ext, self.st);
         let (a, b, c) = (op(&mut self.a, &ext, &st), op(&mut self.b, &ext, &st), op(&mut self.c, &ext, &st));
-        unsafe { dense::gemm(&c, Scalar::real(1.0), &a, &b, None) }.unwrap();
+        unsafe { gemm(&c, Scalar::real(1.0), &a, &b, None) }.unwrap();
     }
 
     /// The same product straight through faer with explicit parallelism
@@ -106,7 +106,7 @@ impl<T: Float> Problem<T> {
         let n = self.n;
         let m = |v: &mut Vec<T>| Mat2 { ptr: v.as_mut_ptr(), rows: n, cols: n, rs: 1, cs: n as isize, conj: false };
         let (a, b, c) = (m(&mut self.a), m(&mut self.b), m(&mut self.c));
-        unsafe { dense::gemm_small::<T, false, false>(c, T::from_scalar(Scalar::real(1.0)), a, b, None) };
+        unsafe { gemm_small::<T, false, false>(c, T::from_scalar(Scalar::real(1.0)), a, b, None) };
     }
 
     /// OpenBLAS through the dlopen'ed Fortran symbol, column-major 'N','N'.

@@ -16,7 +16,7 @@
 //! criterion's measurements (throughput in elements/s is flop/s: one
 //! "element" is one flop). `--quick-table`: the table only.
 //!
-//! The library is looked for as `src/backends/blas.rs` does: `TA_BLAS_LIB`
+//! The library is looked for as `src/sysblas/library.rs` does: `TA_BLAS_LIB`
 //! if set, else `libopenblas.so.0`, `libblas.so.3`, `libopenblas.so`; all
 //! four symbols are needed. The native kernels are `pub(crate)`, so this
 //! bench compiles the kernel sources into itself (`#[path]` below).

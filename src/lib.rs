@@ -71,6 +71,7 @@ pub use ops::{KernelCall, KernelFailure, KernelFn, KernelResult, ResolvedView, S
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
+pub use sysblas::library::blas_info;
 pub use view::SliceSpec;
 
 pub use host::{Acquire, ReadGuard, WriteGuard};

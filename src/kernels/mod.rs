@@ -43,4 +43,6 @@ pub(crate) mod trsm;
 #[cfg(test)]
 mod factor_tests;
 #[cfg(test)]
-pub(crate) mod tests;
+pub(crate) mod test_util;
+#[cfg(test)]
+mod tests;

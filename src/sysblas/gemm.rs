@@ -1,6 +1,13 @@
 //! gemm through the loaded system BLAS library, with the native kernel's
-//! semantics; a layout BLAS cannot take is declined before anything is
-//! written (see `crate::kernels::blas_plan`).
+//! semantics.
+//!
+//! BLAS is column-major. Row-major operands are handled by the transpose
+//! identity `C^T = B^T A^T`; transposed views become `'T'`, conjugated
+//! transposed views `'C'`. A layout BLAS cannot take is *declined* (before
+//! anything is written), so the dispatcher's walk goes on to the next backend:
+//! no stride of 1 in an operand, a negative stride, a leading dimension too
+//! small, a conj flag on an operand that BLAS would have to read
+//! untransposed, an extent beyond 32-bit integers, or a non-float dtype.
 
 use std::ffi::{c_char, c_int, c_void};
 

@@ -18,14 +18,6 @@
 //! for that library. OpenBLAS (0.3.7 and later) is safe to call from several
 //! threads at once in this single-threaded mode. (OpenBLAS's pthread build
 //! starts its own pool when loaded; with 1 thread set those threads sleep.)
-//!
-//! BLAS is column-major. Row-major operands are handled by the transpose
-//! identity `C^T = B^T A^T`; transposed views become `'T'`, conjugated
-//! transposed views `'C'`. A layout BLAS cannot take is *declined* (before
-//! anything is written), so the dispatcher's walk goes on to the next backend:
-//! no stride of 1 in an operand, a negative stride, a leading dimension too
-//! small, a conj flag on an operand that BLAS would have to read
-//! untransposed, an extent beyond 32-bit integers, or a non-float dtype.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
@@ -221,8 +213,14 @@ pub(crate) fn blas() -> Result<&'static Blas, &'static str> {
     }
 }
 
-/// Which library was loaded (name, and OpenBLAS's configuration line), or
-/// `None` when no BLAS is available.
-pub(crate) fn blas_info() -> Option<String> {
+/// Which system BLAS library was loaded (name, and OpenBLAS's configuration
+/// line), or `None` when none is available (the BLAS backend then declines).
+///
+/// ```
+/// if let Some(info) = tensorasync::blas_info() {
+///     assert!(!info.is_empty());
+/// }
+/// ```
+pub fn blas_info() -> Option<String> {
     blas().ok().map(Blas::describe)
 }

@@ -12,7 +12,7 @@ use crate::dtype::DType;
 use crate::dtype::Scalar;
 use crate::error::Status;
 use crate::kernels::operand::Operand;
-use crate::kernels::tests::{assert_close, complex, rand_scalar, ref_gemm, sc, Lay, Placed, Tens, TestEl};
+use crate::kernels::test_util::{assert_close, complex, rand_scalar, ref_gemm, sc, Lay, Placed, Tens, TestEl};
 
 /// The system BLAS for the "present" tests, or `None` (skipped) where none
 /// is installed. `TA_REQUIRE_BLAS=1` turns a missing BLAS into a failure.
