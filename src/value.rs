@@ -437,7 +437,7 @@ impl<T: Release> Drop for Counted<T> {
 }
 
 /// A handle to an asynchronous tensor: a whole value, or a view of one (see
-/// [`crate::view`]). Cloning the handle shares it (same data, same epoch
+/// the view module). Cloning the handle shares it (same data, same epoch
 /// queue: a structural copy); [`Tensor::deep_copy`] makes a new value.
 /// Releasing a handle never blocks, and pending operations keep the data alive.
 #[derive(Clone)]

@@ -1,17 +1,17 @@
 //! Devices (SPEC §2.7): the seam between the runtime and a GPU driver.
 //!
 //! The runtime, the operations and the CUDA dispatch backend
-//! ([`crate::backends::cuda`]) talk to a device only through the [`Device`]
+//! (`crate::backends::cuda`) talk to a device only through the [`Device`]
 //! trait: memory, asynchronous copies and memsets, a few BLAS calls, and
 //! stream markers and notifications. Two implementations sit behind it:
 //!
-//! - [`cuda`]: a real CUDA device through `cudarc`, loaded at run time (no
+//! - `cuda`: a real CUDA device through `cudarc`, loaded at run time (no
 //!   toolkit at build time; no driver means "unavailable", never a crash);
 //! - [`sim`]: a simulated device whose "device memory" is host memory and
 //!   whose streams are threads, with fault injection. It lets every behaviour
 //!   except the leaf GPU kernels be tested on machines without a GPU.
 //!
-//! Which one a process uses is decided once, at the first use ([`registry`]):
+//! Which one a process uses is decided once, at the first use (`registry`):
 //! simulated devices when asked for (`TA_SIMULATED_DEVICES=n` or
 //! [`simulate`]), otherwise the CUDA driver if it loads and has devices.
 //!

@@ -2,9 +2,9 @@
 //!
 //! Every operation follows one flow: validate dtypes and domains and choose
 //! the backend candidates at submission; reject exact output/input queue
-//! identity; enroll one access per operand atomically ([`submit`]); then, when
-//! the task runs, check poison, resolve views and run the body ([`Operation::execute`]),
-//! and finally poison or clean what it wrote ([`Operation::commit`]).
+//! identity; enroll one access per operand atomically (`submit`); then, when
+//! the task runs, check poison, resolve views and run the body (`Operation::execute`),
+//! and finally poison or clean what it wrote (`Operation::commit`).
 
 mod copy;
 mod elementwise;
