@@ -220,7 +220,30 @@ struct ErrorInner {
 #[derive(Clone)]
 pub struct Error(Arc<ErrorInner>);
 
+/// The message of a caught panic: `panicked: ` and its text, if it has one.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
 impl Error {
+    /// A `Panic` error for a panic caught in `origin` (`payload` is what
+    /// `std::panic::catch_unwind` returned).
+    ///
+    /// ```
+    /// let p = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+    /// let e = tensorasync::Error::from_panic("mine", &*p);
+    /// assert_eq!((e.status(), e.message()), (tensorasync::Status::Panic, "panicked: boom"));
+    /// ```
+    pub fn from_panic(origin: impl Into<Cow<'static, str>>, payload: &(dyn std::any::Any + Send)) -> Error {
+        Error::new(Status::Panic, origin, panic_message(payload))
+    }
+
     /// A new error started by the operation `origin`.
     pub fn new(status: Status, origin: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         Self::with_code(status, origin, message, status as i64)
@@ -255,7 +278,7 @@ impl Error {
     /// Whether the origin is one of the library's own operation tags (a
     /// static name), not a name a caller gave (a user kernel's): the C layer
     /// renders the library's tags as the C functions' names.
-    pub(crate) fn origin_is_library(&self) -> bool {
+    pub fn origin_is_library(&self) -> bool {
         matches!(self.0.origin, Cow::Borrowed(_))
     }
     /// A new error with the same status, code and message, started by `origin`

@@ -8,8 +8,8 @@
 //! descriptor. Errors are values: a failed operation poisons what it writes,
 //! and the error propagates to every later reader.
 //!
-//! The core (this crate's modules other than [`ffi`]) knows nothing of the C
-//! ABI; [`ffi`] is a thin layer that converts handles and statuses.
+//! This crate knows nothing of C: the C ABI (`libtensorasync.so`) is a
+//! separate crate of the workspace, `capi/`, written against this API.
 //!
 //! ```
 //! use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
@@ -25,11 +25,8 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit values)");
 
-#[cfg(feature = "mimalloc")]
-mod allocator;
+pub mod allocator;
 pub mod backends;
-#[cfg(feature = "mimalloc")]
-mod block_cache;
 pub mod blocks;
 pub mod device;
 pub mod dispatch;
@@ -37,7 +34,6 @@ pub mod domain;
 pub mod dtype;
 pub mod error;
 pub mod failpoint;
-pub mod ffi;
 mod first_and_rest;
 pub mod layout;
 pub mod ops;
@@ -49,6 +45,7 @@ mod sync;
 pub mod value;
 pub mod view;
 
+pub use backends::blas::blas_info;
 pub use blocks::BlockArray;
 pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
@@ -57,12 +54,9 @@ pub use error::{Error, Result, Status};
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
+pub use runtime::observe::DumpFormat;
+pub use runtime::stats::Stats;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
 pub use value::Tensor;
 pub use view::SliceSpec;
-
-/// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOC: allocator::Allocator = allocator::Allocator;

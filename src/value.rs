@@ -644,6 +644,7 @@ impl Tensor {
     }
 
     /// Domain (host or CUDA device).
+    #[inline]
     pub fn domain(&self) -> Domain {
         self.root().domain()
     }

@@ -5,12 +5,12 @@ use std::ffi::c_void;
 use super::handles::{Kind, Object};
 use super::{guard, make_handle, need, put, raw, ta_error, ta_status, ta_tensor, tensor_arg};
 use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA_ORDER_ROW_MAJOR};
-use crate::domain::Domain;
-use crate::dtype::DType;
-use crate::error::{Error, Status};
-use crate::layout::{Layout, Order};
-use crate::storage::ReleaseFn;
-use crate::value::Tensor;
+use ta::domain::Domain;
+use ta::dtype::DType;
+use ta::error::{Error, Status};
+use ta::layout::{Layout, Order};
+use ta::storage::ReleaseFn;
+use ta::value::Tensor;
 
 /// Largest rank accepted through the C ABI.
 const MAX_RANK: usize = 64;
@@ -395,17 +395,12 @@ pub extern "C" fn ta_tensor_slice(
 ) -> ta_status {
     const O: &str = "ta_tensor_slice";
     guard(O, error, || {
-        let specs: Vec<crate::SliceSpec> = array_arg(slices, nslices, O, "slices")?
+        let specs: Vec<ta::SliceSpec> = array_arg(slices, nslices, O, "slices")?
             .iter()
             .map(|s| {
                 let conv =
                     |x: i64| isize::try_from(x).map_err(|_| Error::new(Status::OutOfRange, O, "index does not fit"));
-                Ok(crate::SliceSpec {
-                    start: conv(s.start)?,
-                    stop: conv(s.stop)?,
-                    step: conv(s.step)?,
-                    drop: s.drop != 0,
-                })
+                Ok(ta::SliceSpec { start: conv(s.start)?, stop: conv(s.stop)?, step: conv(s.step)?, drop: s.drop != 0 })
             })
             .collect::<Result<_, Error>>()?;
         make_view(O, tensor, view_out, |t| t.slice(&specs))

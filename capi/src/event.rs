@@ -6,10 +6,10 @@ use super::handles::{Kind, Object};
 use super::tensor::timeout_arg;
 use super::{cq_arg, event_arg, guard, make_handle, need, put, raw};
 use super::{ta_callback, ta_completion, ta_cq, ta_error, ta_event, ta_status, TA_STATUS_PENDING};
-use crate::error::{Error, Status};
-use crate::runtime::CompletionQueue;
+use ta::error::{Error, Status};
+use ta::runtime::CompletionQueue;
 
-fn status_of(r: &crate::Result<()>) -> ta_status {
+fn status_of(r: &ta::Result<()>) -> ta_status {
     match r {
         Ok(()) => Status::Ok as ta_status,
         Err(e) => e.status() as ta_status,
@@ -123,7 +123,7 @@ pub extern "C" fn ta_event_notify(event: *const ta_event, cq: *const ta_cq, tag:
     guard(O, std::ptr::null_mut(), || {
         let ev = event_arg(event, O, "event")?;
         let q = cq_arg(cq, O, "cq")?;
-        ev.on_complete(Box::new(move |r| q.push(crate::runtime::CompletionEntry { tag, result: r.clone() })));
+        ev.on_complete(Box::new(move |r| q.push(ta::runtime::CompletionEntry { tag, result: r.clone() })));
         Ok(())
     })
 }

@@ -3,8 +3,8 @@
 use super::handles::{Kind, Object};
 use super::{guard, make_handle, need, put, raw, runtime_arg, ta_error, ta_runtime, ta_shutdown, ta_status};
 use super::{TA_SHUTDOWN_CANCEL, TA_SHUTDOWN_DRAIN};
-use crate::error::{Error, Status};
-use crate::runtime::{Runtime, ShutdownMode};
+use ta::error::{Error, Status};
+use ta::runtime::{Runtime, ShutdownMode};
 
 /// Create a runtime with `threads` worker threads (0: one per available core).
 /// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.

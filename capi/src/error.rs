@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::handles::{Kind, Object};
 use super::{error_arg, guard, make_handle, need, put, raw, ta_error, ta_status, LAST_ERROR};
-use crate::error::Status;
+use ta::error::Status;
 
 fn strings() -> &'static Vec<(Status, CString, CString)> {
     static S: OnceLock<Vec<(Status, CString, CString)>> = OnceLock::new();
@@ -43,7 +43,7 @@ pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
 
 /// A string buffer argument: NULL is allowed only with `cap` 0
 /// (`TA_STATUS_NULL_POINTER` otherwise).
-pub(crate) fn check_buf(buf: *mut c_char, cap: usize, origin: &'static str) -> Result<(), crate::error::Error> {
+pub(crate) fn check_buf(buf: *mut c_char, cap: usize, origin: &'static str) -> Result<(), ta::error::Error> {
     if buf.is_null() && cap > 0 {
         need(buf, origin, "buf")
     } else {
@@ -114,7 +114,7 @@ pub extern "C" fn ta_error_message(
 /// a tag (`fill`, `tensor_slice`), rendered as the C function's name
 /// (`ta_fill`, `ta_tensor_slice`); a name the caller gave (a user kernel's)
 /// is kept as given.
-pub(crate) fn c_origin(e: &crate::Error) -> std::borrow::Cow<'_, str> {
+pub(crate) fn c_origin(e: &ta::Error) -> std::borrow::Cow<'_, str> {
     let o = e.origin();
     if e.origin_is_library() && o == "kernel" {
         // A user kernel submitted without a name.

@@ -8,9 +8,9 @@ use super::{
     guard, make_handle, need, put, raw, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
     tensor_arg,
 };
-use crate::error::{Error, Status};
-use crate::queue::Mode;
-use crate::runtime::{GrantedView, HostAccess};
+use ta::error::{Error, Status};
+use ta::queue::Mode;
+use ta::runtime::{GrantedView, HostAccess};
 
 pub(crate) fn mode_arg(m: ta_mode, origin: &'static str) -> Result<Mode, Error> {
     Mode::from_u32(m).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("mode {m} is not a ta_mode")))
