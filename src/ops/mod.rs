@@ -113,6 +113,7 @@ impl Access {
     }
 
     /// The (first) hazard record: dtype, domain.
+    #[inline]
     pub(crate) fn value(&self) -> &Arc<Value> {
         self.tensor.root()
     }

@@ -129,6 +129,7 @@ impl Work {
         }
     }
 
+    #[inline]
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
         match &mut self.job {
             Job::Op(op) => &mut op.accesses,

@@ -231,6 +231,7 @@ impl Task {
     ///
     /// # Safety
     /// Only before the task is enrolled on any queue or scheduled.
+    #[inline]
     pub(crate) unsafe fn work_mut(&self) -> &mut Work {
         // SAFETY: exclusive by the contract above.
         unsafe { (*self.work.get()).as_mut().expect("work is present until the task runs") }
@@ -379,6 +380,7 @@ impl Task {
 
     /// Drop the submission guard; true if the task is now ready to run.
     /// Called once, by the thread that enrolled the task, after enrolling it.
+    #[inline]
     pub(crate) fn release_guard(&self) -> bool {
         let edges = self.edges.load(Ordering::Relaxed);
         if edges == 0 {
