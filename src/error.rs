@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-/// A stable status code. Values are part of the ABI: never renumber or reuse one.
+/// A stable status code. The numbers are stable and never reused (a
+/// failure's [`Error::code`] defaults to its status's number); the C
+/// library's `ta_status` values are these numbers.
 #[repr(u32)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -124,44 +126,6 @@ impl Status {
         Status::ALL.iter().copied().find(|s| *s as u32 == v)
     }
 
-    /// The C name of the status (`TA_STATUS_...`), as it appears in the header.
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "TA_STATUS_OK",
-            Status::Pending => "TA_STATUS_PENDING",
-            Status::Timeout => "TA_STATUS_TIMEOUT",
-            Status::NullHandle => "TA_STATUS_NULL_HANDLE",
-            Status::StaleHandle => "TA_STATUS_STALE_HANDLE",
-            Status::DoubleFree => "TA_STATUS_DOUBLE_FREE",
-            Status::WrongHandleType => "TA_STATUS_WRONG_HANDLE_TYPE",
-            Status::InvalidHandle => "TA_STATUS_INVALID_HANDLE",
-            Status::NullPointer => "TA_STATUS_NULL_POINTER",
-            Status::InvalidArgument => "TA_STATUS_INVALID_ARGUMENT",
-            Status::DtypeMismatch => "TA_STATUS_DTYPE_MISMATCH",
-            Status::ShapeMismatch => "TA_STATUS_SHAPE_MISMATCH",
-            Status::DomainMismatch => "TA_STATUS_DOMAIN_MISMATCH",
-            Status::ReadOnly => "TA_STATUS_READ_ONLY",
-            Status::Alias => "TA_STATUS_ALIAS",
-            Status::Unconstructed => "TA_STATUS_UNCONSTRUCTED",
-            Status::ShapeUnknown => "TA_STATUS_SHAPE_UNKNOWN",
-            Status::Unsupported => "TA_STATUS_UNSUPPORTED",
-            Status::OutOfRange => "TA_STATUS_OUT_OF_RANGE",
-            Status::BufferTooSmall => "TA_STATUS_BUFFER_TOO_SMALL",
-            Status::NotContiguous => "TA_STATUS_NOT_CONTIGUOUS",
-            Status::KernelFailed => "TA_STATUS_KERNEL_FAILED",
-            Status::Cancelled => "TA_STATUS_CANCELLED",
-            Status::Shutdown => "TA_STATUS_SHUTDOWN",
-            Status::WouldDeadlock => "TA_STATUS_WOULD_DEADLOCK",
-            Status::OutOfMemory => "TA_STATUS_OUT_OF_MEMORY",
-            Status::Panic => "TA_STATUS_PANIC",
-            Status::NoBackend => "TA_STATUS_NO_BACKEND",
-            Status::AlreadyFinished => "TA_STATUS_ALREADY_FINISHED",
-            Status::CudaUnavailable => "TA_STATUS_CUDA_UNAVAILABLE",
-            Status::CudaError => "TA_STATUS_CUDA_ERROR",
-            Status::Internal => "TA_STATUS_INTERNAL",
-        }
-    }
-
     /// A one-line description of the status.
     pub fn description(self) -> &'static str {
         match self {
@@ -201,9 +165,10 @@ impl Status {
     }
 }
 
+/// The variant's name (`KernelFailed`).
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        fmt::Debug::fmt(self, f)
     }
 }
 

@@ -54,7 +54,7 @@ pub use error::{Error, Result, Status};
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
-pub use runtime::observe::DumpFormat;
+pub use runtime::observe::{set_trace_status_names, DumpFormat};
 pub use runtime::stats::Stats;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};

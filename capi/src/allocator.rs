@@ -48,16 +48,3 @@ unsafe impl GlobalAlloc for Allocator {
         unsafe { MiMalloc.realloc(ptr, layout, new_size) }
     }
 }
-
-/// Keep freed memory for reuse (see [`ta::allocator::retain_freed_memory`]),
-/// set when the library is loaded: a C program may never make a runtime of
-/// its own (the default one is made inside the core).
-#[cfg(target_os = "linux")]
-#[used]
-#[link_section = ".init_array"]
-static RETAIN_FREED_MEMORY: extern "C" fn() = {
-    extern "C" fn retain() {
-        ta::allocator::retain_freed_memory();
-    }
-    retain
-};

@@ -37,7 +37,7 @@ fn trampoline(data: [usize; 2], call: &mut KernelCall<'_>) -> KernelResult {
             rank: v.extents.len(),
             dtype: v.dtype as u32,
             mode: v.mode as u32,
-            domain: v.domain.to_i32(),
+            domain: crate::domain::to_c(v.domain),
             conj: v.conj as u8,
         });
     }

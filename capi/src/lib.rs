@@ -15,7 +15,9 @@
 pub mod handles;
 pub mod types;
 
+mod domain;
 mod first_and_rest;
+mod status;
 
 #[cfg(feature = "mimalloc")]
 mod allocator;
@@ -50,6 +52,21 @@ use ta::error::{Error, Status};
 pub use types::*;
 pub use version::*;
 
+/// Runs when the library is loaded (a C program may never make a runtime
+/// of its own: the default one is made inside the core): traces name
+/// statuses as the header does, and mimalloc keeps freed memory for reuse
+/// (see `ta::allocator::retain_freed_memory`).
+extern "C" fn on_load() {
+    ta::set_trace_status_names(status::name_of);
+    #[cfg(feature = "mimalloc")]
+    ta::allocator::retain_freed_memory();
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
 thread_local! {
     static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
@@ -77,7 +94,7 @@ pub(crate) fn guard(
 
 /// Record `e` as the last error and in `error_out`; returns its status.
 pub(crate) fn report(e: Error, error_out: *mut *mut ta_error) -> ta_status {
-    let status = e.status() as ta_status;
+    let status = status::to_c(e.status());
     if !error_out.is_null() {
         if let Some(h) = new_handle::<ta_error>(Object::Error(e.clone())) {
             // SAFETY: the caller passed a writable `ta_error **` (checked non-NULL).

@@ -25,7 +25,7 @@ pub(crate) fn c_view(v: &GrantedView) -> ta_view {
         rank: v.extents.len(),
         dtype: v.dtype as u32,
         mode: v.mode as u32,
-        domain: v.domain.to_i32(),
+        domain: crate::domain::to_c(v.domain),
         conj: v.conj as u8,
     }
 }

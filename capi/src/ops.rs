@@ -65,7 +65,7 @@ impl<R: RuntimeRef> Opts<R> {
         let o = unsafe { *opts };
         let runtime = if o.runtime.is_null() { None } else { Some(lookup(o.runtime, origin, "opts.runtime")?) };
         let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
-        let selector = Selector::from_mask(o.backends).ok_or_else(|| {
+        let selector = crate::domain::selector_from_c(o.backends).ok_or_else(|| {
             Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends))
         })?;
         let callback = o.callback.map(|f| {
@@ -77,7 +77,7 @@ impl<R: RuntimeRef> Opts<R> {
                     Err(e) => e.status(),
                 };
                 // SAFETY: the user's callback, called once with its own userdata.
-                unsafe { f(status as ta_status, ud.0) }
+                unsafe { f(crate::status::to_c(status), ud.0) }
             }) as ta::Callback
         });
         if o.flags & !super::TA_SUBMIT_TRANSFER != 0 {

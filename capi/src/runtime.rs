@@ -95,7 +95,7 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
     });
     match status {
         super::TA_STATUS_OK => super::free_handle(raw(runtime), Kind::Runtime),
-        s if s == Status::StaleHandle as ta_status => Status::DoubleFree as ta_status,
+        super::TA_STATUS_STALE_HANDLE => super::TA_STATUS_DOUBLE_FREE,
         s => s,
     }
 }

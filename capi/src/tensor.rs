@@ -20,7 +20,7 @@ pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Erro
 }
 
 pub(crate) fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
-    Domain::from_i32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
+    crate::domain::from_c(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
 }
 
 pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
@@ -260,7 +260,7 @@ pub extern "C" fn ta_tensor_dtype(tensor: *const ta_tensor, dtype_out: *mut ta_d
 pub extern "C" fn ta_tensor_domain(tensor: *const ta_tensor, domain_out: *mut ta_domain) -> ta_status {
     guard("ta_tensor_domain", std::ptr::null_mut(), || {
         need(domain_out, "ta_tensor_domain", "domain_out")?;
-        put(domain_out, tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain().to_i32());
+        put(domain_out, crate::domain::to_c(tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain()));
         Ok(())
     })
 }

@@ -451,7 +451,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             .filter_map(|(p, _)| by_id.get(p).map(|q| release_ns(q, r)))
             .fold(r.submit_ns, u64::max)
             .min(r.start_ns.max(r.submit_ns));
-        let status = r.status.name();
+        let status = status_name(r.status);
         let outcome = match r.status {
             Status::Ok => "ok",
             Status::Cancelled => "cancelled",
@@ -878,5 +878,21 @@ impl super::Runtime {
     /// A snapshot of the runtime's counters.
     pub fn stats(&self) -> super::stats::Stats {
         self.inner().stats()
+    }
+}
+
+/// How a trace names a status (see [`set_trace_status_names`]).
+static STATUS_NAMES: std::sync::OnceLock<fn(Status) -> &'static str> = std::sync::OnceLock::new();
+
+/// Name statuses in traces with `names` instead of the variant names (the
+/// C library names them `TA_STATUS_*`). The first call decides.
+pub fn set_trace_status_names(names: fn(Status) -> &'static str) {
+    let _ = STATUS_NAMES.set(names);
+}
+
+fn status_name(s: Status) -> std::borrow::Cow<'static, str> {
+    match STATUS_NAMES.get() {
+        Some(f) => f(s).into(),
+        None => format!("{s:?}").into(),
     }
 }
