@@ -62,7 +62,7 @@ pub fn armed(site: Site) -> bool {
 
 /// Whether this allocation at `site` fails (see [`fail_nth`]).
 #[cfg(feature = "failpoints")]
-pub(crate) fn hit(site: Site) -> bool {
+pub fn hit(site: Site) -> bool {
     armed::COUNTDOWN.with(|c| {
         let c = &c[site as usize];
         match c.get() {
@@ -82,6 +82,6 @@ pub(crate) fn hit(site: Site) -> bool {
 /// Without the `failpoints` feature no allocation site fails.
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
-pub(crate) fn hit(_site: Site) -> bool {
+pub fn hit(_site: Site) -> bool {
     false
 }

@@ -26,6 +26,9 @@
 //! `unsafe` is needed only to wrap foreign memory ([`Tensor::wrap`],
 //! [`ops::copy_in`], [`ops::copy_out`]).
 //!
+//! This crate knows nothing of C: the C ABI (`libtensorasync.so`) is a
+//! separate crate of the workspace, `capi/`, written against this API.
+//!
 //! ```
 //! use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
 //! let x = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 2.0, 3.0]).unwrap();
@@ -39,11 +42,10 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit values)");
 
-#[cfg(feature = "mimalloc")]
-mod allocator;
+// The opt-in allocator (feature `mimalloc`) and the task allocation size,
+// for a program (the C crate) that installs it as its global allocator.
+pub mod allocator;
 mod backends;
-#[cfg(feature = "mimalloc")]
-mod block_cache;
 mod blocks;
 // Public for the integration tests of the simulated and real devices; the
 // API's device items are the re-exports below.
@@ -60,9 +62,6 @@ pub mod error;
 // Public for tests/failpoints.rs.
 #[doc(hidden)]
 pub mod failpoint;
-// The C ABI (its own crate after the split).
-#[doc(hidden)]
-pub mod ffi;
 mod first_and_rest;
 mod future;
 mod host;
@@ -79,6 +78,13 @@ mod sync;
 mod value;
 mod view;
 
+/// Which BLAS library the BLAS backend loaded, if any.
+///
+/// ```
+/// let info = tensorasync::blas_info();
+/// # let _ = info;
+/// ```
+pub use backends::blas::blas_info;
 /// A tiled (or listed) array of tensor blocks, each with its own epoch queue.
 ///
 /// ```
@@ -97,6 +103,13 @@ pub use blocks::BlockArray;
 /// }
 /// ```
 pub use device::device_count;
+/// What is known about one device (name, memory, compute capability).
+///
+/// ```
+/// assert!(tensorasync::simulate(Default::default()));
+/// assert!(tensorasync::device_info(0).is_ok());
+/// ```
+pub use device::device_info;
 /// Whether this process's devices are simulated.
 ///
 /// ```
@@ -272,6 +285,34 @@ pub use ops::{KernelCall, KernelFailure, KernelFn};
 /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![3.0]);
 /// ```
 pub use queue::Mode;
+/// An asynchronous tensor handle.
+///
+/// ```
+/// use tensorasync::{Order, Tensor};
+/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
+/// let tr = t.transpose().unwrap();
+/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
+/// ```
+/// Which operations' status names the trace prints (set by the C crate).
+///
+/// ```
+/// tensorasync::set_trace_status_names(|s| if s == tensorasync::Status::Ok { "OK" } else { "ERROR" });
+/// ```
+pub use runtime::observe::set_trace_status_names;
+/// The format of a pending-work dump.
+///
+/// ```
+/// let f = tensorasync::DumpFormat::Text;
+/// # let _ = f;
+/// ```
+pub use runtime::observe::DumpFormat;
+/// The runtime's counters.
+///
+/// ```
+/// let s = tensorasync::Stats::default();
+/// # let _ = s;
+/// ```
+pub use runtime::stats::Stats;
 /// A completion callback.
 ///
 /// ```
@@ -362,14 +403,13 @@ pub use runtime::ShutdownMode;
 /// t.wait(None).unwrap();
 /// ```
 pub use runtime::Token;
-/// An asynchronous tensor handle.
+/// Releases wrapped host memory after its last access (see [`Tensor::wrap`]).
 ///
 /// ```
-/// use tensorasync::{Order, Tensor};
-/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
-/// let tr = t.transpose().unwrap();
-/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
+/// let release: tensorasync::ReleaseFn = Box::new(|| println!("released"));
+/// # drop(release);
 /// ```
+pub use storage::ReleaseFn;
 pub use value::Tensor;
 /// One axis of a slice.
 ///
@@ -392,8 +432,3 @@ pub use ndarray_io::{copy_from_array, copy_from_slice};
 pub mod test_hooks {
     pub use crate::value::poisoned_values_for_tests;
 }
-
-/// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOC: allocator::Allocator = allocator::Allocator;

@@ -497,6 +497,7 @@ impl Tensor {
 
     /// The value (hazard record) this handle orders on: itself, a view's
     /// root, or a coalesced view's first block.
+    #[inline]
     pub(crate) fn root(&self) -> &Arc<Value> {
         match &self.0 {
             Repr::Value(v) => v.arc(),
@@ -644,6 +645,7 @@ impl Tensor {
     }
 
     /// Domain (host or CUDA device).
+    #[inline]
     pub fn domain(&self) -> Domain {
         self.root().domain()
     }

@@ -228,7 +228,7 @@ pub(crate) fn blas() -> Result<&'static Blas, &'static str> {
 
 /// Which library was loaded (name, and OpenBLAS's configuration line), or
 /// `None` when no BLAS is available.
-pub(crate) fn blas_info() -> Option<String> {
+pub fn blas_info() -> Option<String> {
     blas().ok().map(Blas::describe)
 }
 

@@ -237,6 +237,12 @@ pub trait Device: Send + Sync {
     fn notify(&self, stream: StreamId, notify: Notify) -> Result<()>;
 }
 
+/// A description of the device with this ordinal (kind, name, memory), or
+/// why there is none.
+pub fn device_info(ordinal: u32) -> Result<String> {
+    device(ordinal).map(|d| d.describe())
+}
+
 /// The device with this ordinal, or why there is none.
 pub(crate) fn device(ordinal: u32) -> Result<Arc<dyn Device>> {
     registry::get(ordinal)

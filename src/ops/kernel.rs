@@ -420,7 +420,18 @@ pub fn external(
     operands: &[(&Tensor, Mode)],
     opts: Submit<'_>,
 ) -> Result<(crate::runtime::Token, Option<Event>)> {
-    let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
+    external_in(name, "external_submit", operands, opts)
+}
+
+/// [`external`], with `origin` naming the caller in the errors this call
+/// makes (the C library passes its function's name).
+pub fn external_in(
+    name: impl Into<OpName>,
+    origin: &'static str,
+    operands: &[(&Tensor, Mode)],
+    opts: Submit<'_>,
+) -> Result<(crate::runtime::Token, Option<Event>)> {
+    let (t, ev) = external_inner(name, origin, operands, opts)?;
     Ok((crate::runtime::Token::from_inner(t), ev))
 }
 

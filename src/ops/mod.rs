@@ -30,7 +30,7 @@ use crate::value::{Repr, Tensor, Value};
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
-pub use kernel::{external, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
+pub use kernel::{external, external_in, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
@@ -88,6 +88,7 @@ unsafe impl Send for Access {}
 impl Access {
     /// An access through `tensor`, which the submitter holds until the access
     /// is enrolled on its value's queue.
+    #[inline]
     pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
         let (dtype, domain) = tensor.root().codes();
         let tensor = match &tensor.0 {
@@ -112,6 +113,7 @@ impl Access {
     }
 
     /// The (first) hazard record: dtype, domain.
+    #[inline]
     pub(crate) fn value(&self) -> &Arc<Value> {
         self.tensor.root()
     }

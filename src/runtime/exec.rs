@@ -129,6 +129,7 @@ impl Work {
         }
     }
 
+    #[inline]
     pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
         match &mut self.job {
             Job::Op(op) => &mut op.accesses,
@@ -525,11 +526,5 @@ pub(crate) fn call_guarded(f: impl FnOnce()) {
 }
 
 pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        format!("panicked: {s}")
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        format!("panicked: {s}")
-    } else {
-        "panicked".to_string()
-    }
+    crate::error::panic_message(&**p)
 }

@@ -583,8 +583,6 @@ impl RuntimeInner {
 impl Runtime {
     /// A runtime with `threads` workers (0 = one per available core).
     pub fn new(threads: usize) -> Result<Runtime> {
-        #[cfg(feature = "mimalloc")]
-        crate::allocator::retain_freed_memory();
         let threads = if threads == 0 { default_threads() } else { threads };
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);

@@ -84,6 +84,20 @@ const GUARD: u32 = 1 << 30;
 /// The size of the counts an `Arc` puts before its value.
 pub(crate) const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 
+/// The layout of a task's allocation (an `Arc`'s two counts, then the task),
+/// which every submission allocates and a worker usually frees: a global
+/// allocator may keep freed blocks of exactly this layout for the next task
+/// (the C library's does). Reached as `tensorasync::allocator::TASK_ALLOCATION`.
+pub const TASK_ALLOCATION: std::alloc::Layout = {
+    let align = std::mem::align_of::<Task>();
+    let align = if align > std::mem::align_of::<usize>() { align } else { std::mem::align_of::<usize>() };
+    let start = ARC_COUNTS.div_ceil(align) * align;
+    match std::alloc::Layout::from_size_align((start + std::mem::size_of::<Task>()).div_ceil(align) * align, align) {
+        Ok(l) => l,
+        Err(_) => panic!("a task's layout is valid"),
+    }
+};
+
 /// Memory for a task, allocated before the task is built.
 ///
 /// A submission's new task is usually a cold block: memory that a worker
@@ -217,6 +231,7 @@ impl Task {
     ///
     /// # Safety
     /// Only before the task is enrolled on any queue or scheduled.
+    #[inline]
     pub(crate) unsafe fn work_mut(&self) -> &mut Work {
         // SAFETY: exclusive by the contract above.
         unsafe { (*self.work.get()).as_mut().expect("work is present until the task runs") }
@@ -365,6 +380,7 @@ impl Task {
 
     /// Drop the submission guard; true if the task is now ready to run.
     /// Called once, by the thread that enrolled the task, after enrolling it.
+    #[inline]
     pub(crate) fn release_guard(&self) -> bool {
         let edges = self.edges.load(Ordering::Relaxed);
         if edges == 0 {
@@ -446,9 +462,8 @@ mod size_budgets {
     /// counts fills one cache line (`Value`'s doc: submitting threads touch
     /// only that line of it); a task with its counts fits mimalloc's 320-byte
     /// size class (one block per queued operation: (e) in the C benchmark,
-    /// 323 bytes per operation against a 512 target); a handle's object
-    /// and its generation fill half a line of the handle table (two slots
-    /// per line; (e): 216 bytes per live handle against a 256 target).
+    /// 323 bytes per operation against a 512 target), and `TASK_ALLOCATION`
+    /// is an `Arc<Task>`'s layout.
     #[test]
     fn hot_structures_stay_within_their_size_budgets() {
         let counts = super::ARC_COUNTS;
@@ -458,11 +473,8 @@ mod size_budgets {
             "a task is {} bytes, over its 320-byte size class",
             size_of::<super::Task>()
         );
-        assert!(
-            size_of::<Option<crate::ffi::handles::Object>>() <= 24,
-            "a handle's object is {} bytes",
-            size_of::<Option<crate::ffi::handles::Object>>()
-        );
+        let arc = std::alloc::Layout::new::<[usize; 2]>().extend(std::alloc::Layout::new::<super::Task>());
+        assert_eq!(super::TASK_ALLOCATION, arc.unwrap().0.pad_to_align(), "the layout of an Arc<Task>");
     }
 }
 

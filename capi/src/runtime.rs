@@ -3,8 +3,8 @@
 use super::handles::{Kind, Object};
 use super::{guard, make_handle, need, put, raw, runtime_arg, ta_error, ta_runtime, ta_shutdown, ta_status};
 use super::{TA_SHUTDOWN_CANCEL, TA_SHUTDOWN_DRAIN};
-use crate::error::{Error, Status};
-use crate::runtime::{Runtime, ShutdownMode};
+use ta::{Error, Status};
+use ta::{Runtime, ShutdownMode};
 
 /// Create a runtime with `threads` worker threads (0: one per available core).
 /// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
@@ -95,7 +95,7 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
     });
     match status {
         super::TA_STATUS_OK => super::free_handle(raw(runtime), Kind::Runtime),
-        s if s == Status::StaleHandle as ta_status => Status::DoubleFree as ta_status,
+        super::TA_STATUS_STALE_HANDLE => super::TA_STATUS_DOUBLE_FREE,
         s => s,
     }
 }
