@@ -2,7 +2,7 @@
 //! allocator for the program to install.
 //!
 //! The library installs no global allocator: that is the program's choice.
-//! With the `mimalloc` feature, [`MiMalloc`] is mimalloc called through its
+//! With the `mimalloc` feature, `MiMalloc` is mimalloc called through its
 //! plain entry points whenever the requested alignment allows. Tasks are
 //! allocated by the submitting thread and freed by a worker, which glibc
 //! malloc serves with arena-lock contention (about 1000 ns per task against

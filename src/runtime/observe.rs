@@ -545,7 +545,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
 
 // ------------------------------------------------------------------ dump
 
-/// Output forms of [`dump`].
+/// Output forms of `dump`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum DumpFormat {
     Text,
