@@ -4,7 +4,7 @@
 # file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cbindgen --quiet --config cbindgen.toml --output include/tensorasync.h
+(cd capi && cbindgen --quiet --config cbindgen.toml --output ../include/tensorasync.h)
 python3 bindings/python/tools/gen_ffi.py
 python3 bindings/fortran/gen_interfaces.py
 (cd bindings/go && go generate ./...)

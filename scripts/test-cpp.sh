@@ -19,7 +19,7 @@ INC="-Iinclude -Ibindings/cpp"
 LINK="-L$LIB -Wl,-rpath,$LIB -ltensorasync -pthread"
 WARN="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast -Werror"
 
-cargo build --release --quiet
+cargo build --release -p tensorasync-capi --quiet
 ln -sf libtensorasync.so "$LIB/libtensorasync.so.0"
 mkdir -p "$OUT"
 

@@ -29,7 +29,7 @@ if python3 bindings/fortran/gen_interfaces.py --check --header "$OUT/extra.h" >/
 fi
 echo "gen_interfaces.py --check notices a changed header"
 
-cargo build --release --quiet
+cargo build --release -p tensorasync-capi --quiet
 ln -sf libtensorasync.so "$LIB/libtensorasync.so.0"
 
 run() { echo "+ $*"; "$@"; }

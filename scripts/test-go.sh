@@ -16,7 +16,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 go version
 
-cargo build --release --quiet
+cargo build --release -p tensorasync-capi --quiet
 MAJOR=$(sed -n 's/^version *= *"\([0-9]*\)\..*/\1/p' Cargo.toml | head -n 1)
 ln -sf libtensorasync.so "target/release/libtensorasync.so.$MAJOR"
 

@@ -30,7 +30,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 VERSION=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
 
-cargo build --release --quiet
+cargo build --release -p tensorasync-capi --quiet
 make --no-print-directory -s -C examples-c install PREFIX="$PREFIX"
 
 for f in include/tensorasync.h include/tensorasync.hpp lib/libtensorasync.so.$VERSION lib/libtensorasync.a \

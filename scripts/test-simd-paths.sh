@@ -19,7 +19,7 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1; then
 fi
 
 # The library's unit-test binary (the kernel tests live there).
-bin=$(cargo test --release --lib --no-run --message-format=json 2>/dev/null |
+bin=$(cargo test --release -p tensorasync --lib --no-run --message-format=json 2>/dev/null |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
 [ -x "$bin" ] || { echo "test-simd-paths: no test binary found" >&2; exit 1; }
 

@@ -12,16 +12,16 @@ pub enum Domain {
 }
 
 impl Domain {
-    /// The integer encoding used by the C ABI: -1 for host, N >= 0 for CUDA device N.
-    pub fn to_i32(self) -> i32 {
+    /// The compact encoding a value stores: -1 for host, N >= 0 for CUDA device N.
+    pub(crate) fn to_i32(self) -> i32 {
         match self {
             Domain::Host => -1,
             Domain::Cuda(n) => n as i32,
         }
     }
 
-    /// Decode the C ABI integer; `None` for values below -1.
-    pub fn from_i32(v: i32) -> Option<Domain> {
+    /// Decode [`Domain::to_i32`]'s encoding; `None` for values below -1.
+    pub(crate) fn from_i32(v: i32) -> Option<Domain> {
         match v {
             -1 => Some(Domain::Host),
             n if n >= 0 => Some(Domain::Cuda(n as u32)),

@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-/// A stable status code. Values are part of the ABI: never renumber or reuse one.
+/// A stable status code. The numbers are stable and never reused (a
+/// failure's [`Error::code`] defaults to its status's number); the C
+/// library's `ta_status` values are these numbers.
 #[repr(u32)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -124,44 +126,6 @@ impl Status {
         Status::ALL.iter().copied().find(|s| *s as u32 == v)
     }
 
-    /// The C name of the status (`TA_STATUS_...`), as it appears in the header.
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "TA_STATUS_OK",
-            Status::Pending => "TA_STATUS_PENDING",
-            Status::Timeout => "TA_STATUS_TIMEOUT",
-            Status::NullHandle => "TA_STATUS_NULL_HANDLE",
-            Status::StaleHandle => "TA_STATUS_STALE_HANDLE",
-            Status::DoubleFree => "TA_STATUS_DOUBLE_FREE",
-            Status::WrongHandleType => "TA_STATUS_WRONG_HANDLE_TYPE",
-            Status::InvalidHandle => "TA_STATUS_INVALID_HANDLE",
-            Status::NullPointer => "TA_STATUS_NULL_POINTER",
-            Status::InvalidArgument => "TA_STATUS_INVALID_ARGUMENT",
-            Status::DtypeMismatch => "TA_STATUS_DTYPE_MISMATCH",
-            Status::ShapeMismatch => "TA_STATUS_SHAPE_MISMATCH",
-            Status::DomainMismatch => "TA_STATUS_DOMAIN_MISMATCH",
-            Status::ReadOnly => "TA_STATUS_READ_ONLY",
-            Status::Alias => "TA_STATUS_ALIAS",
-            Status::Unconstructed => "TA_STATUS_UNCONSTRUCTED",
-            Status::ShapeUnknown => "TA_STATUS_SHAPE_UNKNOWN",
-            Status::Unsupported => "TA_STATUS_UNSUPPORTED",
-            Status::OutOfRange => "TA_STATUS_OUT_OF_RANGE",
-            Status::BufferTooSmall => "TA_STATUS_BUFFER_TOO_SMALL",
-            Status::NotContiguous => "TA_STATUS_NOT_CONTIGUOUS",
-            Status::KernelFailed => "TA_STATUS_KERNEL_FAILED",
-            Status::Cancelled => "TA_STATUS_CANCELLED",
-            Status::Shutdown => "TA_STATUS_SHUTDOWN",
-            Status::WouldDeadlock => "TA_STATUS_WOULD_DEADLOCK",
-            Status::OutOfMemory => "TA_STATUS_OUT_OF_MEMORY",
-            Status::Panic => "TA_STATUS_PANIC",
-            Status::NoBackend => "TA_STATUS_NO_BACKEND",
-            Status::AlreadyFinished => "TA_STATUS_ALREADY_FINISHED",
-            Status::CudaUnavailable => "TA_STATUS_CUDA_UNAVAILABLE",
-            Status::CudaError => "TA_STATUS_CUDA_ERROR",
-            Status::Internal => "TA_STATUS_INTERNAL",
-        }
-    }
-
     /// A one-line description of the status.
     pub fn description(self) -> &'static str {
         match self {
@@ -201,9 +165,10 @@ impl Status {
     }
 }
 
+/// The variant's name (`KernelFailed`).
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        fmt::Debug::fmt(self, f)
     }
 }
 
@@ -220,7 +185,30 @@ struct ErrorInner {
 #[derive(Clone)]
 pub struct Error(Arc<ErrorInner>);
 
+/// The message of a caught panic: `panicked: ` and its text, if it has one.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
 impl Error {
+    /// A `Panic` error for a panic caught in `origin` (`payload` is what
+    /// `std::panic::catch_unwind` returned).
+    ///
+    /// ```
+    /// let p = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+    /// let e = tensorasync::Error::from_panic("mine", &*p);
+    /// assert_eq!((e.status(), e.message()), (tensorasync::Status::Panic, "panicked: boom"));
+    /// ```
+    pub fn from_panic(origin: impl Into<Cow<'static, str>>, payload: &(dyn std::any::Any + Send)) -> Error {
+        Error::new(Status::Panic, origin, panic_message(payload))
+    }
+
     /// A new error started by the operation `origin`.
     pub fn new(status: Status, origin: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         Self::with_code(status, origin, message, status as i64)
@@ -255,7 +243,7 @@ impl Error {
     /// Whether the origin is one of the library's own operation tags (a
     /// static name), not a name a caller gave (a user kernel's): the C layer
     /// renders the library's tags as the C functions' names.
-    pub(crate) fn origin_is_library(&self) -> bool {
+    pub fn origin_is_library(&self) -> bool {
         matches!(self.0.origin, Cow::Borrowed(_))
     }
     /// A new error with the same status, code and message, started by `origin`

@@ -1,11 +1,11 @@
 //! Allocation failpoints, for tests of the out-of-memory paths.
 //!
 //! Rust's allocations do not fail (an allocation failure aborts), so the
-//! library's fallible allocation sites are marked with [`hit`]: in a build
+//! library's fallible allocation sites are marked with `hit`: in a build
 //! with the `failpoints` feature a test can make the n-th allocation at a
-//! site on its own thread fail ([`fail_nth`]), and the site then returns
+//! site on its own thread fail (`fail_nth`), and the site then returns
 //! `TA_STATUS_OUT_OF_MEMORY` as a real allocation failure would. Without the
-//! feature [`hit`] is a constant `false` and costs nothing.
+//! feature `hit` is a constant `false` and costs nothing.
 //!
 //! The sites, all before anything is enrolled:
 //! - [`Site::Task`]: the task of a submission;
@@ -62,7 +62,7 @@ pub fn armed(site: Site) -> bool {
 
 /// Whether this allocation at `site` fails (see [`fail_nth`]).
 #[cfg(feature = "failpoints")]
-pub(crate) fn hit(site: Site) -> bool {
+pub fn hit(site: Site) -> bool {
     armed::COUNTDOWN.with(|c| {
         let c = &c[site as usize];
         match c.get() {
@@ -82,6 +82,6 @@ pub(crate) fn hit(site: Site) -> bool {
 /// Without the `failpoints` feature no allocation site fails.
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
-pub(crate) fn hit(_site: Site) -> bool {
+pub fn hit(_site: Site) -> bool {
     false
 }

@@ -1,7 +1,7 @@
 //! A list that keeps its first item in place and any others in a vector.
 //!
-//! For the per-call lists that nearly always hold one item (the handle-table
-//! shards a C call locks, the values a submission locks): reaching or
+//! For the per-call lists that nearly always hold one item (the values a
+//! submission locks): reaching or
 //! dropping that one item costs no inline-or-spilled branch or drop loop, as
 //! a small vector's does (callgrind, one-operand kernel submissions: 60
 //! instructions fewer for the two lists), and an empty vector allocates
@@ -47,16 +47,6 @@ impl<T> FirstAndRest<T> {
         }
     }
 
-    /// The first item, in the order pushed, for which `f` holds.
-    #[inline(always)]
-    pub(crate) fn find(&self, f: impl Fn(&T) -> bool) -> Option<&T> {
-        match &self.first {
-            Some(x) if f(x) => Some(x),
-            Some(_) => self.rest.iter().find(|x| f(x)),
-            None => None,
-        }
-    }
-
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.first.iter().chain(&self.rest)
     }
@@ -69,7 +59,7 @@ mod tests {
     #[test]
     fn keeps_push_order_across_the_first_and_the_rest() {
         let mut l = FirstAndRest::new();
-        assert_eq!((l.len(), l.get(0), l.find(|_| true)), (0, None, None));
+        assert_eq!((l.len(), l.get(0)), (0, None));
         for x in [10, 20, 30] {
             l.push(x);
         }
@@ -77,7 +67,6 @@ mod tests {
         assert_eq!(l.iter().copied().collect::<Vec<_>>(), [10, 20, 30]);
         assert_eq!((l.get(0), l.get(2), l.get(3)), (Some(&10), Some(&30), None));
         *l.get_mut(1).unwrap() += 1;
-        assert_eq!(l.find(|&x| x > 15), Some(&21));
-        assert_eq!(l.find(|&x| x > 30), None);
+        assert_eq!(l.get(1), Some(&21));
     }
 }

@@ -26,6 +26,13 @@ use rand::{Rng, SeedableRng};
 use tensorasync::ops::EnrollTrace;
 use tensorasync::*;
 
+/// Queue positions, each with the (thread, op) that landed there.
+type Positions = Vec<(u64, (usize, usize))>;
+/// A read's destination buffer, its element count and its event.
+type PendingRead = (Box<[f64; 16]>, usize, Event);
+/// Elements, and the poisoned element sets with their messages.
+type Model = (Vec<f64>, Vec<(Vec<usize>, String)>);
+
 const TENSORS: usize = 8;
 const THREADS: usize = 4;
 
@@ -309,7 +316,7 @@ fn serial_order(prog: &[Vec<Op>], traces: &HashMap<(usize, usize), EnrollTrace>)
 }
 
 fn serial_order_generic(lens: &[usize], traces: &HashMap<(usize, usize), EnrollTrace>) -> Vec<(usize, usize)> {
-    let mut per_value: BTreeMap<usize, Vec<(u64, (usize, usize))>> = BTreeMap::new();
+    let mut per_value: BTreeMap<usize, Positions> = BTreeMap::new();
     for (k, tr) in traces {
         for &(v, pos) in tr {
             per_value.entry(v).or_default().push((pos, *k));
@@ -479,8 +486,8 @@ fn random_concurrent_programs_with_views_match_sequential_execution() {
             }
             ops_checked += 1;
         }
-        for k in 0..TENSORS {
-            let want = model[k].read(&[0, 1, 2, 3]);
+        for (k, m) in model.iter().enumerate().take(TENSORS) {
+            let want = m.read(&[0, 1, 2, 3]);
             assert!(
                 same(&out.finals[k], &want),
                 "program {p} (seed {seed}): tensor {k} is {:?}, sequential gives {want:?}\nprogram: {prog:?}",
@@ -725,7 +732,7 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
             .collect();
         let handles: HashMap<B, Tensor> = (0..2).flat_map(|a| BTS.map(|t| (B(a, t), t.make(&arrays[a])))).collect();
         let traces: Mutex<HashMap<(usize, usize), EnrollTrace>> = Default::default();
-        let reads: Mutex<HashMap<(usize, usize), (Box<[f64; 16]>, usize, Event)>> = Default::default();
+        let reads: Mutex<HashMap<(usize, usize), PendingRead>> = Default::default();
         let barrier = Barrier::new(THREADS);
         std::thread::scope(|s| {
             for (th, ops_) in prog.iter().enumerate() {
@@ -886,9 +893,9 @@ fn run_slice_program(rt: &Runtime, ops_: &[SOp], strided: bool, stats: &mut [usi
             unsafe { Tensor::from_host(DType::F64, &src, data.as_ptr().cast(), order) }.unwrap()
         })
         .collect();
-    let mut model: Vec<(Vec<f64>, Vec<(Vec<usize>, String)>)> =
+    let mut model: Vec<Model> =
         (0..2).map(|k| ((0..RROWS * RCOLS).map(|e| (k * 100 + e) as f64).collect(), vec![])).collect();
-    let error = |m: &(Vec<f64>, Vec<(Vec<usize>, String)>), elems: &[usize]| {
+    let error = |m: &Model, elems: &[usize]| {
         m.1.iter().rev().find(|(set, _)| set.iter().any(|e| elems.contains(e))).map(|(_, n)| n.clone())
     };
     let clean = |m: &mut (Vec<f64>, Vec<(Vec<usize>, String)>), elems: &[usize]| {

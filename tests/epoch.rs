@@ -10,6 +10,9 @@ use common::*;
 use tensorasync::ops::EnrollTrace;
 use tensorasync::*;
 
+/// Queue positions, each with the (thread, op) that landed there.
+type Positions = Vec<(u64, (usize, usize))>;
+
 /// Two readers of `t`, each waiting inside its kernel (up to 10 s) until the
 /// other is inside too: their events, how many of them met the other, and
 /// the threads they ran on. If they were serialised, the first would time
@@ -143,7 +146,7 @@ fn order_equals_submission_order_with_4_submitting_threads() {
     let rt = Runtime::new(2).unwrap();
     let shared = f64s(&[1], &[0.0]);
     let log: Arc<Mutex<Vec<(usize, usize)>>> = Default::default();
-    let traces: Arc<Mutex<Vec<(u64, (usize, usize))>>> = Default::default();
+    let traces: Arc<Mutex<Positions>> = Default::default();
     let barrier = Arc::new(Barrier::new(4));
     std::thread::scope(|s| {
         for th in 0..4 {

@@ -1,6 +1,6 @@
 """Build hook: compiles libtensorasync from this repository into the package.
 
-`pip install ./bindings/python` runs `cargo build --release --lib` in the
+`pip install ./bindings/python` runs `cargo build --release -p tensorasync-capi --lib` in the
 repository root (CARGO_TARGET_DIR is honoured, so a build tree that already
 holds a fresh library makes this a no-op) and copies the shared library next
 to the Python sources. TENSORASYNC_CARGO_FLAGS adds cargo flags (for example
@@ -25,7 +25,7 @@ LIBNAME = {"darwin": "libtensorasync.dylib", "win32": "tensorasync.dll"}.get(sys
 def _build_library() -> pathlib.Path:
     if not (ROOT / "Cargo.toml").is_file():
         raise SystemExit(f"tensorasync: no Cargo.toml at {ROOT}; build from a checkout of the repository")
-    cmd = ["cargo", "build", "--release", "--lib"] + shlex.split(os.environ.get("TENSORASYNC_CARGO_FLAGS", ""))
+    cmd = ["cargo", "build", "--release", "-p", "tensorasync-capi", "--lib"] + shlex.split(os.environ.get("TENSORASYNC_CARGO_FLAGS", ""))
     print("tensorasync: " + " ".join(cmd), flush=True)
     subprocess.check_call(cmd, cwd=ROOT)
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))

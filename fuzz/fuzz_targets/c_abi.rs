@@ -23,7 +23,7 @@
 
 #![no_main]
 
-#[path = "../../tests/cabi/mod.rs"]
+#[path = "../../capi/tests/cabi/mod.rs"]
 mod cabi;
 
 use std::ffi::c_void;

@@ -5,13 +5,13 @@
 //! trait: memory, asynchronous copies and memsets, a few BLAS calls, and
 //! stream markers and notifications. Two implementations sit behind it:
 //!
-//! - [`cuda`]: a real CUDA device through `cudarc`, loaded at run time (no
+//! - `cuda`: a real CUDA device through `cudarc`, loaded at run time (no
 //!   toolkit at build time; no driver means "unavailable", never a crash);
 //! - [`sim`]: a simulated device whose "device memory" is host memory and
 //!   whose streams are threads, with fault injection. It lets every behaviour
 //!   except the leaf GPU kernels be tested on machines without a GPU.
 //!
-//! Which one a process uses is decided once, at the first use ([`registry`]):
+//! Which one a process uses is decided once, at the first use (`registry`):
 //! simulated devices when asked for (`TA_SIMULATED_DEVICES=n` or
 //! [`simulate`]), otherwise the CUDA driver if it loads and has devices.
 //!
@@ -235,6 +235,12 @@ pub trait Device: Send + Sync {
     /// Call `notify` with the stream's status once the work queued on
     /// `stream` so far is done (see [`Notify`]).
     fn notify(&self, stream: StreamId, notify: Notify) -> Result<()>;
+}
+
+/// A description of the device with this ordinal (kind, name, memory), or
+/// why there is none.
+pub fn device_info(ordinal: u32) -> Result<String> {
+    device(ordinal).map(|d| d.describe())
 }
 
 /// The device with this ordinal, or why there is none.

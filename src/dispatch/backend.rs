@@ -37,13 +37,6 @@ impl Selector {
         Selector { mask: kinds.iter().fold(0, |m, k| m | 1 << (*k as u32)) }
     }
 
-    /// Decode the C ABI bitmask (bit `k` for `BackendKind` value `k`).
-    pub fn from_mask(mask: u32) -> Option<Selector> {
-        let known =
-            (1 << BackendKind::Native as u32) | (1 << BackendKind::Blas as u32) | (1 << BackendKind::Cuda as u32);
-        (mask & !known == 0).then_some(Selector { mask })
-    }
-
     /// The bitmask (bit `k` for `BackendKind` value `k`; 0 means "any").
     pub(crate) fn mask(self) -> u32 {
         self.mask

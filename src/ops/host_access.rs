@@ -16,7 +16,9 @@ impl crate::handle::Tensor {
         self.acquire_in("ta_tensor_acquire", mode, timeout)
     }
 
-    pub(crate) fn acquire_in(
+    /// [`acquire`](Self::acquire), with `origin` naming the caller in the
+    /// errors this call makes (the C library passes its function's name).
+    pub fn acquire_in(
         &self,
         origin: &'static str,
         mode: Mode,
@@ -45,7 +47,9 @@ impl crate::handle::Tensor {
         self.acquire_async_in("ta_tensor_acquire_async", mode)
     }
 
-    pub(crate) fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
+    /// [`acquire_async`](Self::acquire_async), with `origin` naming the
+    /// caller in the errors this call makes.
+    pub fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
         let (token, _) =
             super::external_inner(super::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;
         Ok(HostAccess::new(token))

@@ -406,12 +406,32 @@ pub(crate) fn call(
 /// event completes (with the error instead, if an input it reads is
 /// poisoned), and the operation completes when the token is finished. The
 /// same rules as [`kernel`] apply to the operands.
+///
+/// ```
+/// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+/// let t = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+/// let (token, _) = ops::external("io", &[(&t, Mode::Read)], Submit::default()).unwrap();
+/// token.started().wait(None).unwrap();
+/// assert_eq!(token.views().unwrap()[0].extents.as_slice(), &[2]);
+/// token.finish(Status::Ok, None).unwrap();
+/// ```
 pub fn external(
     name: impl Into<OpName>,
     operands: &[(&Tensor, Mode)],
     opts: Submit<'_>,
 ) -> Result<(crate::runtime::Token, Option<Event>)> {
-    let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
+    external_in(name, "external_submit", operands, opts)
+}
+
+/// [`external`], with `origin` naming the caller in the errors this call
+/// makes (the C library passes its function's name).
+pub fn external_in(
+    name: impl Into<OpName>,
+    origin: &'static str,
+    operands: &[(&Tensor, Mode)],
+    opts: Submit<'_>,
+) -> Result<(crate::runtime::Token, Option<Event>)> {
+    let (t, ev) = external_inner(name, origin, operands, opts)?;
     Ok((crate::runtime::Token::from_inner(t), ev))
 }
 
@@ -436,6 +456,16 @@ pub(crate) fn external_inner(
 /// Submit a user kernel over `operands` (each with its access mode). Reading
 /// and writing the same value in one kernel is rejected (`Alias`): declare one
 /// `Update` access instead.
+///
+/// ```
+/// use tensorasync::{ops, KernelFn, Mode, Order, Status, Submit, Tensor};
+/// let x = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+/// let k = KernelFn::new(|c| Ok(c.array_mut::<f64>(0)?.mapv_inplace(f64::sqrt)));
+/// ops::kernel("sqrt", &[(&x, Mode::Update)], k, Submit::default()).unwrap();
+/// assert_eq!(x.to_vec::<f64>().unwrap(), vec![1.0, 2f64.sqrt()]);
+/// let same = ops::kernel("alias", &[(&x, Mode::Read), (&x, Mode::Write)], KernelFn::new(|_| Ok(())), Submit::default());
+/// assert_eq!(same.unwrap_err().status(), Status::Alias);
+/// ```
 pub fn kernel(
     name: impl Into<OpName>,
     operands: &[(&Tensor, Mode)],

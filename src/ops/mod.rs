@@ -2,9 +2,9 @@
 //!
 //! Every operation follows one flow: validate dtypes and domains and choose
 //! the backend candidates at submission; reject exact output/input queue
-//! identity; enroll one access per operand atomically ([`submit`]); then, when
-//! the task runs, check poison, resolve views and run the body ([`Operation::execute`]),
-//! and finally poison or clean what it wrote ([`Operation::commit`]).
+//! identity; enroll one access per operand atomically (`submit`); then, when
+//! the task runs, check poison, resolve views and run the body (`Operation::execute`),
+//! and finally poison or clean what it wrote (`Operation::commit`).
 
 mod copy;
 mod elementwise;
@@ -36,7 +36,7 @@ pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
-pub use kernel::{external, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
+pub use kernel::{external, external_in, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
@@ -77,6 +77,7 @@ unsafe impl Send for Access {}
 impl Access {
     /// An access through `tensor`, which the submitter holds until the access
     /// is enrolled on its value's queue.
+    #[inline]
     pub(crate) fn new(tensor: &Tensor, mode: Mode) -> Access {
         let (dtype, domain) = tensor.root().codes();
         let tensor = match &tensor.0 {
@@ -101,6 +102,7 @@ impl Access {
     }
 
     /// The (first) hazard record: dtype, domain.
+    #[inline]
     pub(crate) fn value(&self) -> &Arc<Value> {
         self.tensor.root()
     }

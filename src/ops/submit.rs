@@ -95,6 +95,7 @@ pub(crate) struct Locked<'g> {
 impl Locked<'_> {
     /// The submission-time state of operand `i`'s root value (constructing
     /// outputs goes through it; only whole values can be unconstructed).
+    #[inline]
     pub(crate) fn state(&mut self, i: usize) -> &mut ValueState {
         self.guards.get_mut(self.slot[i]).expect("every operand's lock is taken")
     }

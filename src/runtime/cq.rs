@@ -65,7 +65,9 @@ impl CompletionQueue {
         self.0.fd.as_raw_fd()
     }
 
-    pub(crate) fn push(&self, entry: CompletionEntry) {
+    /// Add an entry, as a completion does (for completions the program
+    /// reports itself, such as a callback that forwards to the queue).
+    pub fn push(&self, entry: CompletionEntry) {
         let mut q = self.0.entries.lock();
         if q.is_empty() {
             let one: u64 = 1;

@@ -86,6 +86,22 @@ impl Token {
         let inner = self.inner.take().expect("present until finished");
         finish_status(&inner, status as u32, message, "token_finish")
     }
+
+    /// [`views`](Self::views), with `origin` naming the caller in the errors
+    /// this call makes (the C library passes its function's name).
+    pub fn views_in(&self, origin: &'static str) -> Result<&[GrantedView]> {
+        self.inner().views(origin)
+    }
+
+    /// Complete the operation with a kernel's status code: 0 is success, the
+    /// value of `Status::Cancelled` cancels, any other fails the operation
+    /// with `KernelFailed` carrying `code` (as a [`crate::KernelFailure`]
+    /// does). Through a shared token: a second finish, or dropping the token
+    /// afterwards, changes nothing (`DoubleFree` for the second finish).
+    /// `origin` names the caller in the errors this call makes.
+    pub fn finish_code(&self, code: u32, message: Option<String>, origin: &'static str) -> Result<()> {
+        finish_status(self.inner(), code, message, origin)
+    }
 }
 
 /// Finish `token` with a C-style status; the error for a token that a

@@ -12,11 +12,5 @@ pub(crate) fn call_guarded(f: impl FnOnce()) {
 
 /// The message of a caught panic, as "panicked: ...".
 pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        format!("panicked: {s}")
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        format!("panicked: {s}")
-    } else {
-        "panicked".to_string()
-    }
+    crate::error::panic_message(&**p)
 }

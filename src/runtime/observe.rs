@@ -217,7 +217,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
             .filter_map(|(p, _)| by_id.get(p).map(|q| release_ns(q, r)))
             .fold(r.submit_ns, u64::max)
             .min(r.start_ns.max(r.submit_ns));
-        let status = r.status.name();
+        let status = status_name(r.status);
         let outcome = match r.status {
             Status::Ok => "ok",
             Status::Cancelled => "cancelled",
@@ -311,7 +311,7 @@ fn to_json(o: &Observer, b: &TraceBuf) -> String {
 
 // ------------------------------------------------------------------ dump
 
-/// Output forms of [`dump`].
+/// Output forms of `dump`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum DumpFormat {
     Text,
@@ -609,5 +609,56 @@ mod dump_signal {
                 );
             }
         }
+    }
+}
+
+/// Tracing, pending-work dumps and counters of a runtime (what the C
+/// library's `ta_runtime_trace_*`, `ta_runtime_track`, `ta_runtime_dump` and
+/// `ta_runtime_stats` give).
+impl super::Runtime {
+    /// The task records a trace keeps when no capacity is given.
+    pub const DEFAULT_TRACE_CAPACITY: usize = DEFAULT_CAPACITY;
+
+    /// Start recording a trace with room for `capacity` task records (an
+    /// earlier recording of this runtime is discarded).
+    pub fn trace_start(&self, capacity: usize) {
+        trace_start(self.inner(), capacity)
+    }
+
+    /// Stop recording and return the trace as Chrome trace-event JSON
+    /// (`None` if the runtime was not recording).
+    pub fn trace_stop(&self) -> Option<String> {
+        trace_stop(self.id())
+    }
+
+    /// Turn tracking of pending work (what [`Runtime::dump`](super::Runtime::dump) lists) on or off.
+    pub fn track(&self, on: bool) {
+        track(self.inner(), on)
+    }
+
+    /// The pending work of the runtime, as text or as a Graphviz graph.
+    pub fn dump(&self, format: DumpFormat) -> String {
+        dump(self.inner(), format)
+    }
+
+    /// A snapshot of the runtime's counters.
+    pub fn stats(&self) -> super::stats::Stats {
+        self.inner().stats()
+    }
+}
+
+/// How a trace names a status (see [`set_trace_status_names`]).
+static STATUS_NAMES: std::sync::OnceLock<fn(Status) -> &'static str> = std::sync::OnceLock::new();
+
+/// Name statuses in traces with `names` instead of the variant names (the
+/// C library names them `TA_STATUS_*`). The first call decides.
+pub fn set_trace_status_names(names: fn(Status) -> &'static str) {
+    let _ = STATUS_NAMES.set(names);
+}
+
+fn status_name(s: Status) -> std::borrow::Cow<'static, str> {
+    match STATUS_NAMES.get() {
+        Some(f) => f(s).into(),
+        None => format!("{s:?}").into(),
     }
 }

@@ -83,6 +83,20 @@ const GUARD: u32 = 1 << 30;
 /// The size of the counts an `Arc` puts before its value.
 pub(crate) const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 
+/// The layout of a task's allocation (an `Arc`'s two counts, then the task),
+/// which every submission allocates and a worker usually frees: a global
+/// allocator may keep freed blocks of exactly this layout for the next task
+/// (the C library's does). Reached as `tensorasync::allocator::TASK_ALLOCATION`.
+pub const TASK_ALLOCATION: std::alloc::Layout = {
+    let align = std::mem::align_of::<Task>();
+    let align = if align > std::mem::align_of::<usize>() { align } else { std::mem::align_of::<usize>() };
+    let start = ARC_COUNTS.div_ceil(align) * align;
+    match std::alloc::Layout::from_size_align((start + std::mem::size_of::<Task>()).div_ceil(align) * align, align) {
+        Ok(l) => l,
+        Err(_) => panic!("a task's layout is valid"),
+    }
+};
+
 /// Memory for a task, allocated before the task is built.
 ///
 /// A submission's new task is usually a cold block (a worker last used it);
@@ -366,6 +380,7 @@ impl Task {
 
     /// Drop the submission guard; true if the task is now ready to run.
     /// Called once, by the thread that enrolled the task, after enrolling it.
+    #[inline]
     pub(crate) fn release_guard(&self) -> bool {
         let edges = self.edges.load(Ordering::Relaxed);
         if edges == 0 {

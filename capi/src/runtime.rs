@@ -3,8 +3,8 @@
 use super::handles::{Kind, Object};
 use super::{guard, make_handle, need, put, raw, runtime_arg, ta_error, ta_runtime, ta_shutdown, ta_status};
 use super::{TA_SHUTDOWN_CANCEL, TA_SHUTDOWN_DRAIN};
-use crate::error::{Error, Status};
-use crate::runtime::{Runtime, ShutdownMode};
+use ta::{Error, Status};
+use ta::{Runtime, ShutdownMode};
 
 /// Create a runtime with `threads` worker threads (0: one per available core).
 /// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
@@ -16,9 +16,6 @@ pub extern "C" fn ta_runtime_new(
 ) -> ta_status {
     guard("ta_runtime_new", error, || {
         need(runtime_out, "ta_runtime_new", "runtime_out")?;
-        // The allocator is the C library's: it keeps freed memory (see `retain_freed_memory`).
-        #[cfg(feature = "mimalloc")]
-        crate::allocator::retain_freed_memory();
         let rt = Runtime::new(threads)?;
         put(runtime_out, make_handle(Object::Runtime(rt), "ta_runtime_new")?);
         Ok(())
@@ -98,7 +95,7 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
     });
     match status {
         super::TA_STATUS_OK => super::free_handle(raw(runtime), Kind::Runtime),
-        s if s == Status::StaleHandle as ta_status => Status::DoubleFree as ta_status,
+        super::TA_STATUS_STALE_HANDLE => super::TA_STATUS_DOUBLE_FREE,
         s => s,
     }
 }

@@ -5,12 +5,12 @@ use std::ffi::c_void;
 use super::handles::{Kind, Object};
 use super::{guard, make_handle, need, put, raw, ta_error, ta_status, ta_tensor, tensor_arg};
 use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA_ORDER_ROW_MAJOR};
-use crate::domain::Domain;
-use crate::dtype::DType;
-use crate::error::{Error, Status};
-use crate::handle::Tensor;
-use crate::layout::{Layout, Order};
-use crate::storage::ReleaseFn;
+use ta::DType;
+use ta::Domain;
+use ta::ReleaseFn;
+use ta::Tensor;
+use ta::{Error, Status};
+use ta::{Layout, Order};
 
 /// Largest rank accepted through the C ABI.
 const MAX_RANK: usize = 64;
@@ -20,7 +20,7 @@ pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Erro
 }
 
 pub(crate) fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
-    Domain::from_i32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
+    crate::domain::from_c(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
 }
 
 pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
@@ -260,7 +260,7 @@ pub extern "C" fn ta_tensor_dtype(tensor: *const ta_tensor, dtype_out: *mut ta_d
 pub extern "C" fn ta_tensor_domain(tensor: *const ta_tensor, domain_out: *mut ta_domain) -> ta_status {
     guard("ta_tensor_domain", std::ptr::null_mut(), || {
         need(domain_out, "ta_tensor_domain", "domain_out")?;
-        put(domain_out, tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain().to_i32());
+        put(domain_out, crate::domain::to_c(tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain()));
         Ok(())
     })
 }
@@ -395,17 +395,12 @@ pub extern "C" fn ta_tensor_slice(
 ) -> ta_status {
     const O: &str = "ta_tensor_slice";
     guard(O, error, || {
-        let specs: Vec<crate::SliceSpec> = array_arg(slices, nslices, O, "slices")?
+        let specs: Vec<ta::SliceSpec> = array_arg(slices, nslices, O, "slices")?
             .iter()
             .map(|s| {
                 let conv =
                     |x: i64| isize::try_from(x).map_err(|_| Error::new(Status::OutOfRange, O, "index does not fit"));
-                Ok(crate::SliceSpec {
-                    start: conv(s.start)?,
-                    stop: conv(s.stop)?,
-                    step: conv(s.step)?,
-                    drop: s.drop != 0,
-                })
+                Ok(ta::SliceSpec { start: conv(s.start)?, stop: conv(s.stop)?, step: conv(s.step)?, drop: s.drop != 0 })
             })
             .collect::<Result<_, Error>>()?;
         make_view(O, tensor, view_out, |t| t.slice(&specs))

@@ -6,12 +6,12 @@ use super::handles::{self, Borrows, Object};
 use super::tensor::{array_arg, layout_arg};
 use super::{cq_arg, guard, need, put, raw, runtime_arg, runtime_in, tensor_in};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
-use crate::dispatch::Selector;
-use crate::dtype::{Imm, Scalar};
-use crate::error::{Error, Status};
-use crate::layout::Order;
-use crate::ops::{self, Submit};
-use crate::runtime::{CompletionQueue, Event, Runtime};
+use ta::ops::{self, Submit};
+use ta::Order;
+use ta::Selector;
+use ta::{CompletionQueue, Event, Runtime};
+use ta::{Error, Status};
+use ta::{Imm, Scalar};
 
 struct SendPtr(*mut c_void);
 // SAFETY: the userdata pointer is only handed back to the user's callback,
@@ -24,7 +24,7 @@ unsafe impl Send for SendPtr {}
 pub(crate) struct Opts<R = Runtime> {
     runtime: Option<R>,
     cq: Option<(CompletionQueue, u64)>,
-    callback: Option<crate::runtime::event::Callback>,
+    callback: Option<ta::Callback>,
     selector: Selector,
     transfer: bool,
 }
@@ -65,20 +65,20 @@ impl<R: RuntimeRef> Opts<R> {
         let o = unsafe { *opts };
         let runtime = if o.runtime.is_null() { None } else { Some(lookup(o.runtime, origin, "opts.runtime")?) };
         let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
-        let selector = Selector::from_mask(o.backends).ok_or_else(|| {
+        let selector = crate::domain::selector_from_c(o.backends).ok_or_else(|| {
             Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends))
         })?;
         let callback = o.callback.map(|f| {
             let ud = SendPtr(o.callback_userdata);
-            Box::new(move |r: &crate::Result<()>| {
+            Box::new(move |r: &ta::Result<()>| {
                 let ud = &ud;
                 let status = match r {
                     Ok(()) => Status::Ok,
                     Err(e) => e.status(),
                 };
                 // SAFETY: the user's callback, called once with its own userdata.
-                unsafe { f(status as ta_status, ud.0) }
-            }) as crate::runtime::event::Callback
+                unsafe { f(crate::status::to_c(status), ud.0) }
+            }) as ta::Callback
         });
         if o.flags & !super::TA_SUBMIT_TRANSFER != 0 {
             return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {:#x}", o.flags)));
@@ -104,7 +104,7 @@ pub(crate) fn submit_with(
     origin: &'static str,
     opts: *const ta_submit,
     event_out: *mut *mut ta_event,
-    f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
+    f: impl FnOnce(Submit<'_>) -> ta::Result<Option<Event>>,
 ) -> Result<(), Error> {
     let mut o = Opts::decode(opts, origin)?;
     let slot = event_slot(event_out, origin)?;
@@ -140,7 +140,7 @@ pub(crate) fn submit_in(
     origin: &'static str,
     opts: *const ta_submit,
     event: bool,
-    f: impl FnOnce(Submit<'_>) -> crate::Result<Option<Event>>,
+    f: impl FnOnce(Submit<'_>) -> ta::Result<Option<Event>>,
 ) -> Result<Option<Event>, Error> {
     let mut o = Opts::decode_with(opts, origin, |h, origin, what| runtime_in(b, h, origin, what))?;
     f(o.submit(event))
@@ -184,10 +184,10 @@ pub(crate) fn submit_on<const N: usize>(
     tensors: [(*const ta_tensor, &str); N],
     opts: *const ta_submit,
     event_out: *mut *mut ta_event,
-    f: impl FnOnce([&crate::Tensor; N], Submit<'_>) -> crate::Result<Option<Event>>,
+    f: impl FnOnce([&ta::Tensor; N], Submit<'_>) -> ta::Result<Option<Event>>,
 ) -> Result<(), Error> {
     submit_borrowing(origin, tensors.map(|(h, _)| h), opts, event_out, |b| {
-        let mut found: [Option<&crate::Tensor>; N] = [None; N];
+        let mut found: [Option<&ta::Tensor>; N] = [None; N];
         for (slot, (h, what)) in found.iter_mut().zip(&tensors) {
             *slot = Some(tensor_in(b, *h, origin, what)?);
         }

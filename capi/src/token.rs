@@ -11,12 +11,11 @@ use super::ops::{submit_borrowing, submit_in};
 use super::tensor::array_arg;
 use super::{guard, make_handle, need, put, raw, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_status, ta_submit, ta_token, ta_view};
-use crate::error::{Error, Status};
-use crate::ops::OpName;
-use crate::queue::Mode;
-use crate::runtime::deferred::TokenInner;
+use ta::ops::OpName;
+use ta::Mode;
+use ta::{Error, Status};
 
-fn token_arg(h: *const ta_token, origin: &'static str) -> Result<Arc<TokenInner>, Error> {
+fn token_arg(h: *const ta_token, origin: &'static str) -> Result<Arc<ta::Token>, Error> {
     match handles::get(raw(h), Kind::Token) {
         Ok(Object::Token(t)) => Ok(t),
         Ok(_) => Err(super::arg_error(Status::Internal, origin, "token")),
@@ -40,7 +39,7 @@ pub extern "C" fn ta_kernel_defer(ctx: *mut ta_kernel_ctx, token_out: *mut *mut 
     const O: &str = "ta_kernel_defer";
     guard(O, std::ptr::null_mut(), || {
         need(token_out, O, "token_out")?;
-        let t = super::kernel::with_ctx(ctx, O, |c| c.defer_inner())??;
+        let t = super::kernel::with_ctx(ctx, O, |c| c.defer().map(Arc::new))??;
         put(token_out, make_handle(Object::Token(t), O)?);
         Ok(())
     })
@@ -77,7 +76,7 @@ pub extern "C" fn ta_external_submit(
         let acc = array_arg(accesses, naccesses, O, "accesses")?;
         let mut token = None;
         submit_borrowing(O, acc.iter().map(|a| a.tensor), options, event_out, |b| {
-            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
+            let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
                 let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
                 let m = mode_arg(a.mode, O).map_err(|_| {
@@ -93,8 +92,8 @@ pub extern "C" fn ta_external_submit(
                 unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
             };
             submit_in(b, O, options, !event_out.is_null(), |s| {
-                let (t, ev) = crate::ops::external_inner(name, O, &operands, s)?;
-                token = Some(t);
+                let (t, ev) = ta::ops::external_in(name, O, &operands, s)?;
+                token = Some(Arc::new(t));
                 Ok(ev)
             })
         })?;
@@ -126,7 +125,7 @@ pub extern "C" fn ta_token_views(
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;
         let t = token_arg(token, O)?;
-        let views = t.views(O)?;
+        let views = t.views_in(O)?;
         if cap < views.len() {
             put(count_out, views.len());
             return Err(Error::new(
@@ -175,6 +174,6 @@ pub extern "C" fn ta_token_finish(token: *mut ta_token, status: ta_status, messa
             Ok(_) => return Err(super::arg_error(Status::Internal, O, "token")),
             Err(s) => return Err(super::arg_error(s, O, "token")),
         };
-        crate::runtime::deferred::finish_status(&t, status, msg, O)
+        t.finish_code(status, msg, O)
     })
 }

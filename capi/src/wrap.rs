@@ -7,10 +7,10 @@ use super::tensor::{dtype_arg, layout_arg, order_arg};
 use super::{
     cq_arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor,
 };
-use crate::error::{Error, Status};
-use crate::handle::Tensor;
-use crate::runtime::CompletionEntry;
-use crate::storage::ReleaseFn;
+use ta::CompletionEntry;
+use ta::ReleaseFn;
+use ta::Tensor;
+use ta::{Error, Status};
 
 /// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 pub const TA_WRAP_READ_ONLY: u32 = 1;

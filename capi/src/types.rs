@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use crate::ffi::handles;
+use crate::handles;
 
 /// Status code returned by every fallible function. Values are stable and never reused.
 pub type ta_status = u32;

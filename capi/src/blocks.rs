@@ -4,8 +4,8 @@ use super::handles::{Kind, Object};
 use super::tensor::{array_arg, domain_arg, dtype_arg, order_arg};
 use super::{blocks_arg, guard, make_handle, need, put, raw};
 use super::{ta_blocks, ta_domain, ta_dtype, ta_error, ta_order, ta_status, ta_tensor};
-use crate::error::Error;
-use crate::BlockArray;
+use ta::BlockArray;
+use ta::Error;
 
 /// Create a tiled block array: `rank` extents cut in tiles of `tile_extents`
 /// (the last tile on an axis may be ragged), stored as one dense zero-filled
@@ -97,12 +97,11 @@ pub extern "C" fn ta_blocks_grid(blocks: *const ta_blocks, grid_out: *mut usize,
     const O: &str = "ta_blocks_grid";
     guard(O, std::ptr::null_mut(), || {
         let b = blocks_arg(blocks, O, "blocks")?;
-        let grid = b
-            .grid()
-            .ok_or_else(|| Error::new(crate::Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
+        let grid =
+            b.grid().ok_or_else(|| Error::new(ta::Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
         if cap < grid.len() {
             return Err(Error::new(
-                crate::Status::BufferTooSmall,
+                ta::Status::BufferTooSmall,
                 O,
                 format!("the grid has {} axes, the buffer holds {cap}", grid.len()),
             ));

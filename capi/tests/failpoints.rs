@@ -9,7 +9,7 @@
 mod cabi;
 
 use cabi::*;
-use tensorasync::failpoint::{armed, fail_nth, Site};
+use ta::failpoint::{armed, fail_nth, Site};
 
 const NR: *mut *mut ta_error = std::ptr::null_mut();
 

@@ -9,9 +9,9 @@ use super::ops::{submit_borrowing, submit_in};
 use super::tensor::list_arg;
 use super::{guard, need, tensor_in};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
-use crate::error::{Error, Status};
-use crate::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
-use crate::queue::Mode;
+use ta::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
+use ta::Mode;
+use ta::{Error, Status};
 
 thread_local! {
     /// C kernels running on this thread, innermost last: (context token, call).
@@ -46,7 +46,7 @@ fn trampoline(k: CKernelRef, call: &mut KernelCall<'_>) -> KernelResult {
             rank: v.extents.len(),
             dtype: v.dtype as u32,
             mode: v.mode as u32,
-            domain: v.domain.to_i32(),
+            domain: crate::domain::to_c(v.domain),
             conj: v.conj as u8,
         });
     }
@@ -126,7 +126,7 @@ pub extern "C" fn ta_kernel_submit(
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
         submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
-            let mut operands: SmallVec<[(&crate::Tensor, Mode); 4]> = SmallVec::new();
+            let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
                 let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
                 let m = Mode::from_u32(a.mode).ok_or_else(|| {

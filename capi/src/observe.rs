@@ -5,8 +5,8 @@ use std::ffi::CStr;
 use std::os::raw::c_char;
 
 use super::{guard, need, put, runtime_arg, ta_error, ta_runtime, ta_status};
-use crate::error::{Error, Status};
-use crate::runtime::observe::{self, DumpFormat};
+use ta::DumpFormat;
+use ta::{Error, Status};
 
 /// Options of `ta_runtime_trace_start`. Zero-initialise it and set
 /// `struct_size` to `sizeof(ta_trace_options)`: later versions of the
@@ -112,7 +112,7 @@ pub extern "C" fn ta_runtime_trace_start(
     const ORIGIN: &str = "ta_runtime_trace_start";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
-        let mut capacity = observe::DEFAULT_CAPACITY as u64;
+        let mut capacity = ta::Runtime::DEFAULT_TRACE_CAPACITY as u64;
         if !options.is_null() {
             // SAFETY: a non-NULL options pointer points to at least its
             // struct_size field, and to struct_size bytes (checked below).
@@ -137,7 +137,7 @@ pub extern "C" fn ta_runtime_trace_start(
                 capacity = o.capacity;
             }
         }
-        observe::trace_start(rt.inner(), usize::try_from(capacity).unwrap_or(usize::MAX));
+        rt.trace_start(usize::try_from(capacity).unwrap_or(usize::MAX));
         Ok(())
     })
 }
@@ -170,7 +170,8 @@ pub extern "C" fn ta_runtime_trace_stop(
                     .to_string(),
             )
         };
-        let json = observe::trace_stop(rt.id())
+        let json = rt
+            .trace_stop()
             .ok_or_else(|| Error::new(Status::InvalidArgument, ORIGIN, "the runtime is not recording a trace"))?;
         if let Some(p) = path {
             std::fs::write(&p, json)
@@ -190,7 +191,7 @@ pub extern "C" fn ta_runtime_track(runtime: *const ta_runtime, enable: i32) -> t
     const ORIGIN: &str = "ta_runtime_track";
     guard(ORIGIN, std::ptr::null_mut(), || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
-        observe::track(rt.inner(), enable != 0);
+        rt.track(enable != 0);
         Ok(())
     })
 }
@@ -233,7 +234,7 @@ pub extern "C" fn ta_runtime_dump(
     const ORIGIN: &str = "ta_runtime_dump";
     guard(ORIGIN, error, || {
         let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
-        let text = observe::dump(rt.inner(), dump_format(format, ORIGIN)?);
+        let text = rt.dump(dump_format(format, ORIGIN)?);
         let mut rest = text.as_bytes();
         while !rest.is_empty() {
             // SAFETY: writes from a live buffer of `rest.len()` bytes.
@@ -273,7 +274,7 @@ pub extern "C" fn ta_runtime_dump_string(
         if cap > 0 {
             need(buf, ORIGIN, "buf")?;
         }
-        let text = observe::dump(rt.inner(), dump_format(format, ORIGIN)?);
+        let text = rt.dump(dump_format(format, ORIGIN)?);
         let bytes = text.as_bytes();
         if cap > 0 {
             let n = bytes.len().min(cap - 1);
@@ -315,7 +316,7 @@ pub extern "C" fn ta_runtime_stats(runtime: *const ta_runtime, stats_out: *mut t
                 format!("stats_out->struct_size is {size}, less than sizeof(ta_stats) ({STATS_V1})"),
             ));
         }
-        let s = rt.inner().stats();
+        let s = rt.stats();
         let out = ta_stats {
             struct_size: size as u32,
             threads: rt.threads() as u32,
@@ -355,7 +356,7 @@ pub extern "C" fn ta_runtime_worker_busy_ns(
         if cap > 0 {
             need(busy_out, ORIGIN, "busy_out")?;
         }
-        let busy = rt.inner().stats().busy_ns;
+        let busy = rt.stats().busy_ns;
         for (k, b) in busy.iter().take(cap).enumerate() {
             // SAFETY: `busy_out` has room for `cap` values (C contract); k < cap.
             unsafe { busy_out.add(k).write(*b) };

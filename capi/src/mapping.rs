@@ -8,9 +8,9 @@ use super::{
     guard, make_handle, need, put, raw, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
     tensor_arg,
 };
-use crate::error::{Error, Status};
-use crate::queue::Mode;
-use crate::runtime::{GrantedView, HostAccess};
+use ta::Mode;
+use ta::{Error, Status};
+use ta::{GrantedView, HostAccess};
 
 pub(crate) fn mode_arg(m: ta_mode, origin: &'static str) -> Result<Mode, Error> {
     Mode::from_u32(m).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("mode {m} is not a ta_mode")))
@@ -25,7 +25,7 @@ pub(crate) fn c_view(v: &GrantedView) -> ta_view {
         rank: v.extents.len(),
         dtype: v.dtype as u32,
         mode: v.mode as u32,
-        domain: v.domain.to_i32(),
+        domain: crate::domain::to_c(v.domain),
         conj: v.conj as u8,
     }
 }

@@ -1,4 +1,5 @@
-//! A cache of freed task blocks, between the global allocator and mimalloc.
+//! A cache of freed task blocks (of the core's `TASK_ALLOCATION` layout),
+//! between the global allocator and mimalloc.
 //!
 //! A task is allocated by the thread that submits it and usually freed by
 //! the worker that ran it. mimalloc takes such a cross-thread free onto the
@@ -20,28 +21,15 @@
 
 use std::cell::UnsafeCell;
 
+use std::alloc::GlobalAlloc;
+
 use parking_lot::Mutex;
+use ta::allocator::{MiMalloc, TASK_ALLOCATION};
 
 /// Blocks per magazine.
 const MAGAZINE: usize = 64;
 /// Full magazines the depot keeps.
 const DEPOT: usize = 16;
-
-/// The size and alignment of an `Arc<Task>`'s allocation, the only blocks
-/// cached (`ArcInner` is two counts then the value, `repr(C)`).
-pub(crate) const SIZE: usize = {
-    let align = std::mem::align_of::<crate::runtime::task::Task>();
-    let start = crate::runtime::task::ARC_COUNTS.div_ceil(align) * align;
-    (start + std::mem::size_of::<crate::runtime::task::Task>()).div_ceil(align) * align
-};
-pub(crate) const ALIGN: usize = {
-    let a = std::mem::align_of::<crate::runtime::task::Task>();
-    if a > std::mem::align_of::<usize>() {
-        a
-    } else {
-        std::mem::align_of::<usize>()
-    }
-};
 
 struct Magazine {
     len: usize,
@@ -134,10 +122,10 @@ static SHARED: Mutex<Depot> = Mutex::new(Depot::EMPTY);
 /// `b` is a block from mimalloc that nothing uses.
 unsafe fn release(b: *mut u8) {
     // SAFETY: by the contract.
-    unsafe { libmimalloc_sys::mi_free(b.cast()) }
+    unsafe { MiMalloc.dealloc(b, TASK_ALLOCATION) }
 }
 
-/// A cached block of `SIZE` bytes, if there is one.
+/// A cached block of the task layout, if there is one.
 #[inline]
 pub(crate) fn take() -> Option<*mut u8> {
     // SAFETY: the magazine is this thread's, and its methods do not
@@ -145,11 +133,11 @@ pub(crate) fn take() -> Option<*mut u8> {
     LOCAL.try_with(|l| unsafe { &mut *l.0.get() }.take(&SHARED)).ok().flatten()
 }
 
-/// Cache `b`, a block of `SIZE` bytes from mimalloc that nothing uses; gives
+/// Cache `b`, a block of the task layout from mimalloc that nothing uses; gives
 /// it back to mimalloc when the caches are full (or this thread's is gone).
 ///
 /// # Safety
-/// As for `GlobalAlloc::dealloc` of a block allocated with `SIZE` and `ALIGN`.
+/// As for `GlobalAlloc::dealloc` of a block allocated with `TASK_ALLOCATION`.
 #[inline]
 pub(crate) unsafe fn put(b: *mut u8) {
     // SAFETY: as in `take`.
@@ -163,8 +151,6 @@ pub(crate) unsafe fn put(b: *mut u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::alloc::Layout;
-    use std::sync::Arc;
 
     fn block(i: usize) -> *mut u8 {
         (0x1000 + 8 * i) as *mut u8
@@ -197,26 +183,15 @@ mod tests {
         assert!(!empty.refill(&mut none));
     }
 
-    /// `SIZE` and `ALIGN` are the layout of an `Arc<Task>` (two counts,
-    /// then the task), and a task's block is reused through the cache: a
-    /// task made right after another was freed on this thread gets its block.
+    /// A task block freed on this thread is the next one handed out.
     #[test]
     fn task_blocks_go_through_the_cache() {
-        let counts = Layout::new::<[usize; 2]>();
-        let arc = counts.extend(Layout::new::<crate::runtime::task::Task>()).unwrap().0.pad_to_align();
-        assert_eq!((SIZE, ALIGN), (arc.size(), arc.align()));
-        let t = crate::Tensor::zeros(
-            crate::dtype::DType::F64,
-            &[1],
-            crate::layout::Order::RowMajor,
-            crate::domain::Domain::Host,
-        )
-        .unwrap();
-        let task = || crate::runtime::exec::idle_task(&t);
-        let first = task();
-        let at = Arc::as_ptr(&first) as usize;
-        drop(first);
-        let second = task();
-        assert_eq!(Arc::as_ptr(&second) as usize, at, "the freed block is the next one handed out");
+        // SAFETY: a block of a non-zero layout, freed once with it.
+        unsafe {
+            let b = MiMalloc.alloc(TASK_ALLOCATION);
+            put(b);
+            assert_eq!(take(), Some(b), "the freed block is the next one handed out");
+            MiMalloc.dealloc(b, TASK_ALLOCATION);
+        }
     }
 }

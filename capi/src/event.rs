@@ -5,14 +5,14 @@ use std::ffi::{c_int, c_void};
 use super::handles::{Kind, Object};
 use super::tensor::timeout_arg;
 use super::{cq_arg, event_arg, guard, make_handle, need, put, raw};
-use super::{ta_callback, ta_completion, ta_cq, ta_error, ta_event, ta_status, TA_STATUS_PENDING};
-use crate::error::{Error, Status};
-use crate::runtime::CompletionQueue;
+use super::{ta_callback, ta_completion, ta_cq, ta_error, ta_event, ta_status, TA_STATUS_OK, TA_STATUS_PENDING};
+use ta::CompletionQueue;
+use ta::{Error, Status};
 
-fn status_of(r: &crate::Result<()>) -> ta_status {
+fn status_of(r: &ta::Result<()>) -> ta_status {
     match r {
-        Ok(()) => Status::Ok as ta_status,
-        Err(e) => e.status() as ta_status,
+        Ok(()) => TA_STATUS_OK,
+        Err(e) => crate::status::to_c(e.status()),
     }
 }
 
@@ -30,7 +30,7 @@ pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
         }
         Ok(())
     });
-    if st == Status::Ok as ta_status {
+    if st == TA_STATUS_OK {
         out
     } else {
         st
@@ -43,17 +43,17 @@ pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
 /// to finish returns `TA_STATUS_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn ta_event_wait(event: *const ta_event, timeout_ns: i64) -> ta_status {
-    let mut out = Status::Ok as ta_status;
+    let mut out = TA_STATUS_OK;
     let st = guard("ta_event_wait", std::ptr::null_mut(), || {
         let ev = event_arg(event, "ta_event_wait", "event")?;
         match ev.wait(timeout_arg(timeout_ns)) {
             Ok(()) => {}
             Err(e) if matches!(e.status(), Status::Timeout | Status::WouldDeadlock) => return Err(e),
-            Err(e) => out = e.status() as ta_status,
+            Err(e) => out = crate::status::to_c(e.status()),
         }
         Ok(())
     });
-    if st == Status::Ok as ta_status {
+    if st == TA_STATUS_OK {
         out
     } else {
         st
@@ -123,7 +123,7 @@ pub extern "C" fn ta_event_notify(event: *const ta_event, cq: *const ta_cq, tag:
     guard(O, std::ptr::null_mut(), || {
         let ev = event_arg(event, O, "event")?;
         let q = cq_arg(cq, O, "cq")?;
-        ev.on_complete(Box::new(move |r| q.push(crate::runtime::CompletionEntry { tag, result: r.clone() })));
+        ev.on_complete(Box::new(move |r| q.push(ta::CompletionEntry { tag, result: r.clone() })));
         Ok(())
     })
 }

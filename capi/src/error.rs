@@ -5,45 +5,34 @@ use std::sync::OnceLock;
 
 use super::handles::{Kind, Object};
 use super::{error_arg, guard, make_handle, need, put, raw, ta_error, ta_status, LAST_ERROR};
-use crate::error::Status;
+use ta::Status;
 
-fn strings() -> &'static Vec<(Status, CString, CString)> {
-    static S: OnceLock<Vec<(Status, CString, CString)>> = OnceLock::new();
-    S.get_or_init(|| {
-        Status::ALL
-            .iter()
-            .map(|s| (*s, CString::new(s.name()).unwrap(), CString::new(s.description()).unwrap()))
-            .collect()
-    })
-}
-
-fn lookup(status: ta_status) -> Option<&'static (Status, CString, CString)> {
-    strings().iter().find(|(s, _, _)| *s as ta_status == status)
+/// The descriptions of the statuses as C strings, in `Status::ALL` order.
+fn descriptions() -> &'static [CString] {
+    static S: OnceLock<Vec<CString>> = OnceLock::new();
+    S.get_or_init(|| Status::ALL.iter().map(|s| CString::new(s.description()).unwrap()).collect())
 }
 
 /// The name of a status (for example `"TA_STATUS_STALE_HANDLE"`), as a static
 /// string; `"TA_STATUS_UNKNOWN"` for a value that is not a status. Never fails.
 #[no_mangle]
 pub extern "C" fn ta_status_name(status: ta_status) -> *const c_char {
-    match lookup(status) {
-        Some((_, n, _)) => n.as_ptr(),
-        None => c"TA_STATUS_UNKNOWN".as_ptr(),
-    }
+    crate::status::name(status).unwrap_or(c"TA_STATUS_UNKNOWN").as_ptr()
 }
 
 /// A one-line description of a status, as a static string; `"unknown status"`
 /// for a value that is not a status. Never fails.
 #[no_mangle]
 pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
-    match lookup(status) {
-        Some((_, _, d)) => d.as_ptr(),
+    match crate::status::from_c(status).and_then(|s| Status::ALL.iter().position(|a| *a == s)) {
+        Some(i) => descriptions()[i].as_ptr(),
         None => c"unknown status".as_ptr(),
     }
 }
 
 /// A string buffer argument: NULL is allowed only with `cap` 0
 /// (`TA_STATUS_NULL_POINTER` otherwise).
-pub(crate) fn check_buf(buf: *mut c_char, cap: usize, origin: &'static str) -> Result<(), crate::error::Error> {
+pub(crate) fn check_buf(buf: *mut c_char, cap: usize, origin: &'static str) -> Result<(), ta::Error> {
     if buf.is_null() && cap > 0 {
         need(buf, origin, "buf")
     } else {
@@ -74,7 +63,7 @@ pub extern "C" fn ta_error_status(error: *const ta_error, status_out: *mut ta_st
     guard("ta_error_status", std::ptr::null_mut(), || {
         need(status_out, "ta_error_status", "status_out")?;
         let e = error_arg(error, "ta_error_status", "error")?;
-        put(status_out, e.status() as ta_status);
+        put(status_out, crate::status::to_c(e.status()));
         Ok(())
     })
 }
@@ -114,7 +103,7 @@ pub extern "C" fn ta_error_message(
 /// a tag (`fill`, `tensor_slice`), rendered as the C function's name
 /// (`ta_fill`, `ta_tensor_slice`); a name the caller gave (a user kernel's)
 /// is kept as given.
-pub(crate) fn c_origin(e: &crate::Error) -> std::borrow::Cow<'_, str> {
+pub(crate) fn c_origin(e: &ta::Error) -> std::borrow::Cow<'_, str> {
     let o = e.origin();
     if e.origin_is_library() && o == "kernel" {
         // A user kernel submitted without a name.

@@ -1,5 +1,6 @@
-//! The C ABI (SPEC §3): a thin layer that converts handles, integers and
-//! statuses, and calls the core.
+//! The C ABI of tensorasync (SPEC §3): `libtensorasync.so` and
+//! `include/tensorasync.h`, a thin layer over the core crate's public Rust
+//! API (imported as `ta`) that converts handles, integers and statuses.
 //!
 //! Conventions, as in rustls-ffi and hyper's C API: functions are
 //! `ta_<noun>_<verb>`, constructors `_new`, destructors `_free` (NULL is a
@@ -13,6 +14,15 @@
 
 pub mod handles;
 pub mod types;
+
+mod domain;
+mod first_and_rest;
+mod status;
+
+#[cfg(feature = "mimalloc")]
+mod allocator;
+#[cfg(feature = "mimalloc")]
+mod block_cache;
 
 mod blocks;
 mod device;
@@ -37,10 +47,25 @@ pub mod version;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{Error, Status};
 use handles::{Kind, Object};
+use ta::{Error, Status};
 pub use types::*;
 pub use version::*;
+
+/// Runs when the library is loaded (a C program may never make a runtime
+/// of its own: the default one is made inside the core): traces name
+/// statuses as the header does, and mimalloc keeps freed memory for reuse
+/// (see `ta::allocator::retain_freed_memory`).
+extern "C" fn on_load() {
+    ta::set_trace_status_names(status::name_of);
+    #[cfg(feature = "mimalloc")]
+    ta::allocator::retain_freed_memory();
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
@@ -59,7 +84,7 @@ pub(crate) fn guard(
 ) -> ta_status {
     let r = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(Error::new(Status::Panic, origin, crate::runtime::guard::panic_message(&p))),
+        Err(p) => Err(Error::from_panic(origin, &*p)),
     };
     match r {
         Ok(()) => TA_STATUS_OK,
@@ -69,7 +94,7 @@ pub(crate) fn guard(
 
 /// Record `e` as the last error and in `error_out`; returns its status.
 pub(crate) fn report(e: Error, error_out: *mut *mut ta_error) -> ta_status {
-    let status = e.status() as ta_status;
+    let status = status::to_c(e.status());
     if !error_out.is_null() {
         if let Some(h) = new_handle::<ta_error>(Object::Error(e.clone())) {
             // SAFETY: the caller passed a writable `ta_error **` (checked non-NULL).
@@ -136,15 +161,15 @@ macro_rules! handle_in {
     };
 }
 
-handle_in!(tensor_in, ta_tensor, Tensor, crate::Tensor);
-handle_in!(runtime_in, ta_runtime, Runtime, crate::Runtime);
+handle_in!(tensor_in, ta_tensor, Tensor, ta::Tensor);
+handle_in!(runtime_in, ta_runtime, Runtime, ta::Runtime);
 
-handle_getter!(tensor_arg, ta_tensor, Tensor, crate::Tensor);
-handle_getter!(runtime_arg, ta_runtime, Runtime, crate::Runtime);
-handle_getter!(event_arg, ta_event, Event, crate::Event);
-handle_getter!(cq_arg, ta_cq, Cq, crate::CompletionQueue);
-handle_getter!(error_arg, ta_error, Error, crate::Error);
-handle_getter!(blocks_arg, ta_blocks, Blocks, crate::BlockArray);
+handle_getter!(tensor_arg, ta_tensor, Tensor, ta::Tensor);
+handle_getter!(runtime_arg, ta_runtime, Runtime, ta::Runtime);
+handle_getter!(event_arg, ta_event, Event, ta::Event);
+handle_getter!(cq_arg, ta_cq, Cq, ta::CompletionQueue);
+handle_getter!(error_arg, ta_error, Error, ta::Error);
+handle_getter!(blocks_arg, ta_blocks, Blocks, ta::BlockArray);
 
 /// Create a handle for `obj`, failing with `OutOfMemory` if the table is full.
 pub(crate) fn make_handle<T>(obj: Object, origin: &'static str) -> Result<*mut T, Error> {

@@ -8,10 +8,10 @@ use super::tensor::array_arg;
 use super::{guard, tensor_arg};
 use super::{ta_diag, ta_error, ta_event, ta_scalar, ta_side, ta_status, ta_submit, ta_tensor, ta_uplo};
 use super::{TA_DIAG_NON_UNIT, TA_DIAG_UNIT, TA_SIDE_LEFT, TA_SIDE_RIGHT, TA_UPLO_LOWER, TA_UPLO_UPPER};
-use crate::dtype::Scalar;
-use crate::error::{Error, Status};
-use crate::ops::{self, ScalarArg, Uplo};
-use crate::Tensor;
+use ta::ops::{self, ScalarArg, Uplo};
+use ta::Scalar;
+use ta::Tensor;
+use ta::{Error, Status};
 
 fn sc(s: ta_scalar) -> Scalar {
     Scalar::complex(s.re, s.im)
@@ -377,8 +377,7 @@ pub extern "C" fn ta_blas_info(buf: *mut c_char, cap: usize, len_out: *mut usize
     const O: &str = "ta_blas_info";
     guard(O, std::ptr::null_mut(), || {
         super::error::check_buf(buf, cap, O)?;
-        let info = crate::sysblas::library::blas_info()
-            .ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
+        let info = ta::blas_info().ok_or_else(|| Error::new(Status::Unsupported, O, "no system BLAS was found"))?;
         super::error::copy_str(&info, buf, cap, len_out);
         Ok(())
     })

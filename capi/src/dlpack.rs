@@ -9,13 +9,13 @@ use super::handles::Object;
 use super::mapping::mode_arg;
 use super::tensor::timeout_arg;
 use super::{guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor, tensor_arg};
-use crate::dtype::DType;
-use crate::error::{Error, Status};
-use crate::handle::Tensor;
-use crate::layout::{Layout, Order};
-use crate::queue::Mode;
-use crate::runtime::HostAccess;
-use crate::storage::ReleaseFn;
+use ta::DType;
+use ta::HostAccess;
+use ta::Mode;
+use ta::ReleaseFn;
+use ta::Tensor;
+use ta::{Error, Status};
+use ta::{Layout, Order};
 
 /// `DLPackVersion`.
 #[repr(C)]
