@@ -5,10 +5,9 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::handles::Object;
+use super::args::timeout_arg;
 use super::mapping::mode_arg;
-use super::tensor::timeout_arg;
-use super::{guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor, tensor_arg};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor};
 use ta::dtype::DType;
 use ta::error::{Error, Status};
 use ta::layout::{Layout, Order};
@@ -145,7 +144,7 @@ fn export_parts(
     timeout_ns: i64,
     origin: &'static str,
 ) -> Result<(HostAccess, ta_dl_tensor, Vec<i64>, Vec<i64>), Error> {
-    let t = tensor_arg(tensor, origin, "tensor")?;
+    let t = arg(tensor, origin, "tensor")?;
     let mode = mode_arg(mode, origin)?;
     if t.is_conj() && t.dtype().is_complex() {
         return Err(Error::new(
@@ -397,7 +396,7 @@ pub extern "C" fn ta_tensor_from_dlpack(
             drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -428,7 +427,7 @@ pub extern "C" fn ta_tensor_from_dlpack_legacy(
             drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
