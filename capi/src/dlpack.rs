@@ -323,7 +323,7 @@ fn import(
                 unsafe { std::slice::from_raw_parts(t.strides, ndim) }.iter().map(|&s| s as isize).collect();
             Layout::strided(&ext, &s, 0, origin)?
         };
-        let empty = ext.iter().any(|&e| e == 0);
+        let empty = ext.contains(&0);
         let data = if t.data.is_null() && empty {
             // Nothing is ever read or written; any aligned address will do.
             dtype.align() as *mut u8
@@ -366,6 +366,8 @@ fn import(
 /// strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
 /// read-only tensor.
 #[no_mangle]
+// The C contract makes `managed` valid when non-NULL (checked before use).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn ta_tensor_from_dlpack(
     managed: *mut ta_dl_managed_tensor_versioned,
     tensor_out: *mut *mut ta_tensor,
@@ -404,6 +406,8 @@ pub extern "C" fn ta_tensor_from_dlpack(
 /// The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
 /// `DLManagedTensor` (always writable).
 #[no_mangle]
+// The C contract makes `managed` valid when non-NULL (checked before use).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn ta_tensor_from_dlpack_legacy(
     managed: *mut ta_dl_managed_tensor,
     tensor_out: *mut *mut ta_tensor,

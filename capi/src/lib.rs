@@ -215,7 +215,15 @@ mod tests {
                 let name = &part[..part.find('(').unwrap()];
                 exported.insert(name.to_string());
                 let body = &part[..part.find("\n}\n").unwrap_or(part.len())];
-                let heads = ["const O: &str = \"", "const ORIGIN: &str = \"", "guard(\"", "getter(\"", "dims(\"", "gemm(\"", "product(\""];
+                let heads = [
+                    "const O: &str = \"",
+                    "const ORIGIN: &str = \"",
+                    "guard(\"",
+                    "getter(\"",
+                    "dims(\"",
+                    "gemm(\"",
+                    "product(\"",
+                ];
                 for head in heads {
                     for at in body.match_indices(head).map(|(i, _)| i + head.len()) {
                         let lit = &body[at..at + body[at..].find('"').unwrap()];

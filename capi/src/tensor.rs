@@ -87,6 +87,7 @@ struct SendPtr(*mut c_void);
 // the user declared callable from any thread.
 unsafe impl Send for SendPtr {}
 
+#[allow(clippy::too_many_arguments)]
 fn wrap(
     origin: &'static str,
     dtype: ta_dtype,

@@ -9,7 +9,7 @@ pub const TA_VERSION_MINOR: u32 = 1;
 /// Patch version of the library.
 pub const TA_VERSION_PATCH: u32 = 0;
 /// Version string of the library.
-pub const TA_VERSION_STRING: &'static str = "0.1.0";
+pub const TA_VERSION_STRING: &str = "0.1.0";
 
 static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 

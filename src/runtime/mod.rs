@@ -288,6 +288,7 @@ impl RuntimeInner {
     /// kernel or a callback on one of its workers) is still admitted: it is
     /// part of the work being drained, and the task submitting it keeps the
     /// count from reaching zero until it is counted.
+    #[inline]
     pub(crate) fn admit(&self, origin: &'static str) -> Result<()> {
         if self.outstanding.increment() & (PEAK_SAMPLE - 1) == PEAK_SAMPLE - 1 {
             self.sample_pending();
