@@ -1,8 +1,7 @@
 //! Block arrays from C.
 
-use super::handles::{Kind, Object};
-use super::tensor::{array_arg, domain_arg, dtype_arg, order_arg};
-use super::{blocks_arg, guard, make_handle, need, put, raw};
+use super::args::{array_arg, domain_arg, dtype_arg, order_arg};
+use super::{arg, guard, make_handle, need, put};
 use super::{ta_blocks, ta_domain, ta_dtype, ta_error, ta_order, ta_status, ta_tensor};
 use ta::BlockArray;
 use ta::Error;
@@ -28,7 +27,7 @@ pub extern "C" fn ta_blocks_new_tiled(
         let ext = array_arg(extents, rank, O, "extents")?;
         let tile = array_arg(tile_extents, rank, O, "tile_extents")?;
         let b = BlockArray::tiled(dtype_arg(dtype, O)?, ext, tile, order_arg(order, O)?, domain_arg(domain, O)?)?;
-        put(blocks_out, make_handle(Object::Blocks(b), O)?);
+        put(blocks_out, make_handle(b, O)?);
         Ok(())
     })
 }
@@ -74,7 +73,7 @@ pub extern "C" fn ta_blocks_new_list(
             at += r;
         }
         let b = BlockArray::list(dtype_arg(dtype, O)?, &shapes, order_arg(order, O)?, domain_arg(domain, O)?)?;
-        put(blocks_out, make_handle(Object::Blocks(b), O)?);
+        put(blocks_out, make_handle(b, O)?);
         Ok(())
     })
 }
@@ -85,7 +84,7 @@ pub extern "C" fn ta_blocks_count(blocks: *const ta_blocks, count_out: *mut usiz
     const O: &str = "ta_blocks_count";
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;
-        put(count_out, blocks_arg(blocks, O, "blocks")?.count());
+        put(count_out, arg(blocks, O, "blocks")?.count());
         Ok(())
     })
 }
@@ -96,7 +95,7 @@ pub extern "C" fn ta_blocks_count(blocks: *const ta_blocks, count_out: *mut usiz
 pub extern "C" fn ta_blocks_grid(blocks: *const ta_blocks, grid_out: *mut usize, cap: usize) -> ta_status {
     const O: &str = "ta_blocks_grid";
     guard(O, std::ptr::null_mut(), || {
-        let b = blocks_arg(blocks, O, "blocks")?;
+        let b = arg(blocks, O, "blocks")?;
         let grid =
             b.grid().ok_or_else(|| Error::new(ta::Status::InvalidArgument, O, "a list of blocks has no tile grid"))?;
         if cap < grid.len() {
@@ -129,8 +128,8 @@ pub extern "C" fn ta_blocks_block(
     const O: &str = "ta_blocks_block";
     guard(O, error, || {
         need(block_out, O, "block_out")?;
-        let t = blocks_arg(blocks, O, "blocks")?.block(index)?;
-        put(block_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(blocks, O, "blocks")?.block(index)?;
+        put(block_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -148,8 +147,8 @@ pub extern "C" fn ta_blocks_tile(
     guard(O, error, || {
         need(block_out, O, "block_out")?;
         let idx = array_arg(tile_index, rank, O, "tile_index")?;
-        let t = blocks_arg(blocks, O, "blocks")?.tile(idx)?;
-        put(block_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(blocks, O, "blocks")?.tile(idx)?;
+        put(block_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -173,8 +172,8 @@ pub extern "C" fn ta_blocks_coalesce(
     guard(O, error, || {
         need(view_out, O, "view_out")?;
         let (l, h) = (array_arg(lo, rank, O, "lo")?, array_arg(hi, rank, O, "hi")?);
-        let t = blocks_arg(blocks, O, "blocks")?.coalesce(l, h)?;
-        put(view_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(blocks, O, "blocks")?.coalesce(l, h)?;
+        put(view_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -194,8 +193,8 @@ pub extern "C" fn ta_blocks_coalesce_range(
     const O: &str = "ta_blocks_coalesce_range";
     guard(O, error, || {
         need(view_out, O, "view_out")?;
-        let t = blocks_arg(blocks, O, "blocks")?.coalesce_range(first, last)?;
-        put(view_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(blocks, O, "blocks")?.coalesce_range(first, last)?;
+        put(view_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -210,8 +209,8 @@ pub extern "C" fn ta_blocks_all(
     const O: &str = "ta_blocks_all";
     guard(O, error, || {
         need(view_out, O, "view_out")?;
-        let t = blocks_arg(blocks, O, "blocks")?.all()?;
-        put(view_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(blocks, O, "blocks")?.all()?;
+        put(view_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -220,5 +219,5 @@ pub extern "C" fn ta_blocks_all(
 /// and keep the allocation alive. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_blocks_free(blocks: *mut ta_blocks) -> ta_status {
-    super::free_handle(raw(blocks), Kind::Blocks)
+    super::free_handle(blocks)
 }

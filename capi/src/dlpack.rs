@@ -5,17 +5,16 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::handles::Object;
+use super::args::timeout_arg;
 use super::mapping::mode_arg;
-use super::tensor::timeout_arg;
-use super::{guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor, tensor_arg};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor};
 use ta::DType;
-use ta::HostAccess;
-use ta::Mode;
-use ta::ReleaseFn;
-use ta::Tensor;
 use ta::{Error, Status};
 use ta::{Layout, Order};
+use ta::Mode;
+use ta::HostAccess;
+use ta::ReleaseFn;
+use ta::Tensor;
 
 /// `DLPackVersion`.
 #[repr(C)]
@@ -145,7 +144,7 @@ fn export_parts(
     timeout_ns: i64,
     origin: &'static str,
 ) -> Result<(HostAccess, ta_dl_tensor, Vec<i64>, Vec<i64>), Error> {
-    let t = tensor_arg(tensor, origin, "tensor")?;
+    let t = arg(tensor, origin, "tensor")?;
     let mode = mode_arg(mode, origin)?;
     if t.is_conj() && t.dtype().is_complex() {
         return Err(Error::new(
@@ -324,7 +323,7 @@ fn import(
                 unsafe { std::slice::from_raw_parts(t.strides, ndim) }.iter().map(|&s| s as isize).collect();
             Layout::strided(&ext, &s, 0, origin)?
         };
-        let empty = ext.iter().any(|&e| e == 0);
+        let empty = ext.contains(&0);
         let data = if t.data.is_null() && empty {
             // Nothing is ever read or written; any aligned address will do.
             dtype.align() as *mut u8
@@ -367,6 +366,8 @@ fn import(
 /// strides mean dense row-major. A `TA_DL_FLAG_READ_ONLY` tensor gives a
 /// read-only tensor.
 #[no_mangle]
+// The C contract makes `managed` valid when non-NULL (checked before use).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn ta_tensor_from_dlpack(
     managed: *mut ta_dl_managed_tensor_versioned,
     tensor_out: *mut *mut ta_tensor,
@@ -397,7 +398,7 @@ pub extern "C" fn ta_tensor_from_dlpack(
             drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -405,6 +406,8 @@ pub extern "C" fn ta_tensor_from_dlpack(
 /// The same as `ta_tensor_from_dlpack` for an unversioned (pre-1.0)
 /// `DLManagedTensor` (always writable).
 #[no_mangle]
+// The C contract makes `managed` valid when non-NULL (checked before use).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn ta_tensor_from_dlpack_legacy(
     managed: *mut ta_dl_managed_tensor,
     tensor_out: *mut *mut ta_tensor,
@@ -428,7 +431,7 @@ pub extern "C" fn ta_tensor_from_dlpack_legacy(
             drop(r); // dropped uncalled: the caller keeps `managed`
             e
         })?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }

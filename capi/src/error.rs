@@ -3,8 +3,7 @@
 use std::ffi::{c_char, CString};
 use std::sync::OnceLock;
 
-use super::handles::{Kind, Object};
-use super::{error_arg, guard, make_handle, need, put, raw, ta_error, ta_status, LAST_ERROR};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_status, LAST_ERROR};
 use ta::Status;
 
 /// The descriptions of the statuses as C strings, in `Status::ALL` order.
@@ -17,17 +16,21 @@ fn descriptions() -> &'static [CString] {
 /// string; `"TA_STATUS_UNKNOWN"` for a value that is not a status. Never fails.
 #[no_mangle]
 pub extern "C" fn ta_status_name(status: ta_status) -> *const c_char {
-    crate::status::name(status).unwrap_or(c"TA_STATUS_UNKNOWN").as_ptr()
+    let unknown = c"TA_STATUS_UNKNOWN".as_ptr();
+    super::guard_value(unknown, || crate::status::name(status).map_or(unknown, |n| n.as_ptr()))
 }
 
 /// A one-line description of a status, as a static string; `"unknown status"`
 /// for a value that is not a status. Never fails.
 #[no_mangle]
 pub extern "C" fn ta_status_describe(status: ta_status) -> *const c_char {
-    match crate::status::from_c(status).and_then(|s| Status::ALL.iter().position(|a| *a == s)) {
-        Some(i) => descriptions()[i].as_ptr(),
-        None => c"unknown status".as_ptr(),
-    }
+    let unknown = c"unknown status".as_ptr();
+    super::guard_value(unknown, || {
+        match crate::status::from_c(status).and_then(|s| Status::ALL.iter().position(|a| *a == s)) {
+            Some(i) => descriptions()[i].as_ptr(),
+            None => unknown,
+        }
+    })
 }
 
 /// A string buffer argument: NULL is allowed only with `cap` 0
@@ -62,7 +65,7 @@ pub(crate) fn copy_str(s: &str, buf: *mut c_char, cap: usize, len: *mut usize) {
 pub extern "C" fn ta_error_status(error: *const ta_error, status_out: *mut ta_status) -> ta_status {
     guard("ta_error_status", std::ptr::null_mut(), || {
         need(status_out, "ta_error_status", "status_out")?;
-        let e = error_arg(error, "ta_error_status", "error")?;
+        let e = arg(error, "ta_error_status", "error")?;
         put(status_out, crate::status::to_c(e.status()));
         Ok(())
     })
@@ -74,7 +77,7 @@ pub extern "C" fn ta_error_status(error: *const ta_error, status_out: *mut ta_st
 pub extern "C" fn ta_error_code(error: *const ta_error, code_out: *mut i64) -> ta_status {
     guard("ta_error_code", std::ptr::null_mut(), || {
         need(code_out, "ta_error_code", "code_out")?;
-        let e = error_arg(error, "ta_error_code", "error")?;
+        let e = arg(error, "ta_error_code", "error")?;
         put(code_out, e.code());
         Ok(())
     })
@@ -92,7 +95,7 @@ pub extern "C" fn ta_error_message(
     len_out: *mut usize,
 ) -> ta_status {
     guard("ta_error_message", std::ptr::null_mut(), || {
-        let e = error_arg(error, "ta_error_message", "error")?;
+        let e = arg(error, "ta_error_message", "error")?;
         check_buf(buf, cap, "ta_error_message")?;
         copy_str(e.message(), buf, cap, len_out);
         Ok(())
@@ -128,7 +131,7 @@ pub extern "C" fn ta_error_origin(
     len_out: *mut usize,
 ) -> ta_status {
     guard("ta_error_origin", std::ptr::null_mut(), || {
-        let e = error_arg(error, "ta_error_origin", "error")?;
+        let e = arg(error, "ta_error_origin", "error")?;
         check_buf(buf, cap, "ta_error_origin")?;
         copy_str(&c_origin(&e), buf, cap, len_out);
         Ok(())
@@ -141,8 +144,8 @@ pub extern "C" fn ta_error_origin(
 pub extern "C" fn ta_error_same(a: *const ta_error, b: *const ta_error, same_out: *mut i32) -> ta_status {
     guard("ta_error_same", std::ptr::null_mut(), || {
         need(same_out, "ta_error_same", "same_out")?;
-        let x = error_arg(a, "ta_error_same", "a")?;
-        let y = error_arg(b, "ta_error_same", "b")?;
+        let x = arg(a, "ta_error_same", "a")?;
+        let y = arg(b, "ta_error_same", "b")?;
         put(same_out, x.same_as(&y) as i32);
         Ok(())
     })
@@ -151,7 +154,7 @@ pub extern "C" fn ta_error_same(a: *const ta_error, b: *const ta_error, same_out
 /// Free an error object. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_error_free(error: *mut ta_error) -> ta_status {
-    super::free_handle(raw(error), Kind::Error)
+    super::free_handle(error)
 }
 
 /// A new handle to the calling thread's most recent error, or NULL if no call
@@ -162,7 +165,7 @@ pub extern "C" fn ta_last_error(error_out: *mut *mut ta_error) -> ta_status {
     guard("ta_last_error", std::ptr::null_mut(), || {
         need(error_out, "ta_last_error", "error_out")?;
         let h = match LAST_ERROR.with(|l| l.borrow().clone()) {
-            Some(e) => make_handle(Object::Error(e), "ta_last_error")?,
+            Some(e) => make_handle(e, "ta_last_error")?,
             None => std::ptr::null_mut(),
         };
         put(error_out, h);

@@ -2,9 +2,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::handles::{Kind, Object};
-use super::tensor::timeout_arg;
-use super::{cq_arg, event_arg, guard, make_handle, need, put, raw};
+use super::args::timeout_arg;
+use super::{arg, guard, make_handle, need, put};
 use super::{ta_callback, ta_completion, ta_cq, ta_error, ta_event, ta_status, TA_STATUS_OK, TA_STATUS_PENDING};
 use ta::CompletionQueue;
 use ta::{Error, Status};
@@ -24,7 +23,7 @@ fn status_of(r: &ta::Result<()>) -> ta_status {
 pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
     let mut out = TA_STATUS_PENDING;
     let st = guard("ta_event_poll", std::ptr::null_mut(), || {
-        let ev = event_arg(event, "ta_event_poll", "event")?;
+        let ev = arg(event, "ta_event_poll", "event")?;
         if let Some(r) = ev.poll() {
             out = status_of(&r);
         }
@@ -45,7 +44,7 @@ pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
 pub extern "C" fn ta_event_wait(event: *const ta_event, timeout_ns: i64) -> ta_status {
     let mut out = TA_STATUS_OK;
     let st = guard("ta_event_wait", std::ptr::null_mut(), || {
-        let ev = event_arg(event, "ta_event_wait", "event")?;
+        let ev = arg(event, "ta_event_wait", "event")?;
         match ev.wait(timeout_arg(timeout_ns)) {
             Ok(()) => {}
             Err(e) if matches!(e.status(), Status::Timeout | Status::WouldDeadlock) => return Err(e),
@@ -68,7 +67,7 @@ pub extern "C" fn ta_event_error(event: *const ta_event, error_out: *mut *mut ta
     const O: &str = "ta_event_error";
     guard(O, std::ptr::null_mut(), || {
         need(error_out, O, "error_out")?;
-        let ev = event_arg(event, O, "event")?;
+        let ev = arg(event, O, "event")?;
         match ev.poll() {
             None => Err(Error::new(Status::Pending, O, "the operation has not completed")),
             Some(Ok(())) => {
@@ -76,7 +75,7 @@ pub extern "C" fn ta_event_error(event: *const ta_event, error_out: *mut *mut ta
                 Ok(())
             }
             Some(Err(e)) => {
-                put(error_out, make_handle(Object::Error(e), O)?);
+                put(error_out, make_handle(e, O)?);
                 Ok(())
             }
         }
@@ -103,7 +102,7 @@ pub extern "C" fn ta_event_on_complete(
         let Some(f) = callback else {
             return Err(Error::new(Status::NullPointer, O, "argument `callback` is NULL"));
         };
-        let ev = event_arg(event, O, "event")?;
+        let ev = arg(event, O, "event")?;
         let ud = SendPtr(userdata);
         ev.on_complete(Box::new(move |r| {
             let ud = &ud;
@@ -121,8 +120,8 @@ pub extern "C" fn ta_event_on_complete(
 pub extern "C" fn ta_event_notify(event: *const ta_event, cq: *const ta_cq, tag: u64) -> ta_status {
     const O: &str = "ta_event_notify";
     guard(O, std::ptr::null_mut(), || {
-        let ev = event_arg(event, O, "event")?;
-        let q = cq_arg(cq, O, "cq")?;
+        let ev = arg(event, O, "event")?;
+        let q = arg(cq, O, "cq")?;
         ev.on_complete(Box::new(move |r| q.push(ta::CompletionEntry { tag, result: r.clone() })));
         Ok(())
     })
@@ -131,7 +130,7 @@ pub extern "C" fn ta_event_notify(event: *const ta_event, cq: *const ta_cq, tag:
 /// Free an event handle (the operation is not affected). NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_event_free(event: *mut ta_event) -> ta_status {
-    super::free_handle(raw(event), Kind::Event)
+    super::free_handle(event)
 }
 
 /// Create a completion queue.
@@ -140,7 +139,7 @@ pub extern "C" fn ta_cq_new(cq_out: *mut *mut ta_cq, error: *mut *mut ta_error) 
     const O: &str = "ta_cq_new";
     guard(O, error, || {
         need(cq_out, O, "cq_out")?;
-        put(cq_out, make_handle(Object::Cq(CompletionQueue::new()?), O)?);
+        put(cq_out, make_handle(CompletionQueue::new()?, O)?);
         Ok(())
     })
 }
@@ -152,7 +151,7 @@ pub extern "C" fn ta_cq_fd(cq: *const ta_cq, fd_out: *mut c_int) -> ta_status {
     const O: &str = "ta_cq_fd";
     guard(O, std::ptr::null_mut(), || {
         need(fd_out, O, "fd_out")?;
-        put(fd_out, cq_arg(cq, O, "cq")?.fd());
+        put(fd_out, arg(cq, O, "cq")?.fd());
         Ok(())
     })
 }
@@ -173,12 +172,12 @@ pub extern "C" fn ta_cq_poll(
         if cap > 0 {
             need(out, O, "out")?;
         }
-        let q = cq_arg(cq, O, "cq")?;
+        let q = arg(cq, O, "cq")?;
         let entries = q.poll(cap);
         for (i, e) in entries.iter().enumerate() {
             let error = match &e.result {
                 Ok(()) => std::ptr::null_mut(),
-                Err(err) => make_handle(Object::Error(err.clone()), O).unwrap_or(std::ptr::null_mut()),
+                Err(err) => make_handle(err.clone(), O).unwrap_or(std::ptr::null_mut()),
             };
             // SAFETY: `out` holds `cap` entries and i < entries.len() <= cap.
             unsafe { out.add(i).write(ta_completion { tag: e.tag, status: status_of(&e.result), error }) };
@@ -192,5 +191,5 @@ pub extern "C" fn ta_cq_poll(
 /// until they complete. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_cq_free(cq: *mut ta_cq) -> ta_status {
-    super::free_handle(raw(cq), Kind::Cq)
+    super::free_handle(cq)
 }

@@ -5,9 +5,9 @@ use std::ffi::{c_char, c_void, CStr};
 
 use smallvec::SmallVec;
 
+use super::args::list_arg;
 use super::ops::{submit_borrowing, submit_in};
-use super::tensor::list_arg;
-use super::{guard, need, tensor_in};
+use super::{borrowed, guard, need};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use ta::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
 use ta::Mode;
@@ -128,7 +128,7 @@ pub extern "C" fn ta_kernel_submit(
         submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
             let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
-                let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
+                let t = borrowed(b, a.tensor, O, "accesses[].tensor")?;
                 let m = Mode::from_u32(a.mode).ok_or_else(|| {
                     Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
                 })?;

@@ -15,6 +15,9 @@
 pub mod handles;
 pub mod types;
 
+mod args;
+mod cast;
+
 mod domain;
 mod first_and_rest;
 mod status;
@@ -47,7 +50,7 @@ pub mod version;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use handles::{Kind, Object};
+use cast::Castable;
 use ta::{Error, Status};
 pub use types::*;
 pub use version::*;
@@ -92,11 +95,18 @@ pub(crate) fn guard(
     }
 }
 
+/// The guard of an exported function that returns no status: runs `f`, and
+/// gives `fallback` if it panics (a panic must not unwind into C).
+#[inline(always)]
+pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
 /// Record `e` as the last error and in `error_out`; returns its status.
 pub(crate) fn report(e: Error, error_out: *mut *mut ta_error) -> ta_status {
     let status = status::to_c(e.status());
     if !error_out.is_null() {
-        if let Some(h) = new_handle::<ta_error>(Object::Error(e.clone())) {
+        if let Some(h) = new_handle::<ta_error>(e.clone()) {
             // SAFETY: the caller passed a writable `ta_error **` (checked non-NULL).
             unsafe { *error_out = h };
         }
@@ -126,71 +136,118 @@ pub(crate) fn put<T>(out: *mut T, v: T) {
     unsafe { out.write(v) }
 }
 
-macro_rules! handle_getter {
-    ($fn:ident, $cty:ty, $kind:ident, $rty:ty) => {
-        /// Look up a handle of this type, with a status-specific error.
-        pub(crate) fn $fn(h: *const $cty, origin: &'static str, what: &str) -> Result<$rty, Error> {
-            match handles::get(raw(h), Kind::$kind) {
-                Ok(Object::$kind(x)) => Ok(x),
-                Ok(_) => Err(arg_error(Status::Internal, origin, what)),
-                Err(s) => Err(arg_error(s, origin, what)),
-            }
-        }
-    };
+/// The object behind a handle of type `H`, with a status-specific error.
+pub(crate) fn arg<H: Castable>(h: *const H, origin: &'static str, what: &str) -> Result<H::RustType, Error> {
+    handles::get(raw(h), H::KIND)
+        .and_then(|o| H::from_owned(o).ok_or(Status::Internal))
+        .map_err(|s| arg_error(s, origin, what))
 }
 
-macro_rules! handle_in {
-    ($fn:ident, $cty:ty, $kind:ident, $rty:ty) => {
-        /// The object of this type behind a handle whose shard `b` has
-        /// locked (see [`handles::Borrows`] for what the caller must not do
-        /// while it holds the result).
-        // Inlined: it is on every submission's path (its error arms are cold).
-        #[inline(always)]
-        pub(crate) fn $fn<'b>(
-            b: &'b handles::Borrows,
-            h: *const $cty,
-            origin: &'static str,
-            what: &str,
-        ) -> Result<&'b $rty, Error> {
-            match b.get(raw(h), Kind::$kind) {
-                Ok(Object::$kind(x)) => Ok(x),
-                Ok(_) => Err(arg_error(Status::Internal, origin, what)),
-                Err(s) => Err(arg_error(s, origin, what)),
-            }
-        }
-    };
+/// The object behind a handle of type `H` whose shard `b` has locked (see
+/// [`handles::Borrows`] for what the caller must not do while it holds the
+/// result). Inlined: it is on every submission's path (its error arms are
+/// cold).
+#[inline(always)]
+pub(crate) fn borrowed<'b, H: Castable>(
+    b: &'b handles::Borrows,
+    h: *const H,
+    origin: &'static str,
+    what: &str,
+) -> Result<&'b H::RustType, Error> {
+    match b.get(raw(h), H::KIND) {
+        Ok(o) => H::from_object(o).ok_or_else(|| arg_error(Status::Internal, origin, what)),
+        Err(s) => Err(arg_error(s, origin, what)),
+    }
 }
 
-handle_in!(tensor_in, ta_tensor, Tensor, ta::Tensor);
-handle_in!(runtime_in, ta_runtime, Runtime, ta::Runtime);
+/// Remove the handle and return its object (the statuses of
+/// [`handles::take`]).
+pub(crate) fn take<H: Castable>(h: *mut H, origin: &'static str, what: &str) -> Result<H::RustType, Error> {
+    handles::take(raw(h), H::KIND)
+        .and_then(|o| H::from_owned(o).ok_or(Status::Internal))
+        .map_err(|s| arg_error(s, origin, what))
+}
 
-handle_getter!(tensor_arg, ta_tensor, Tensor, ta::Tensor);
-handle_getter!(runtime_arg, ta_runtime, Runtime, ta::Runtime);
-handle_getter!(event_arg, ta_event, Event, ta::Event);
-handle_getter!(cq_arg, ta_cq, Cq, ta::CompletionQueue);
-handle_getter!(error_arg, ta_error, Error, ta::Error);
-handle_getter!(blocks_arg, ta_blocks, Blocks, ta::BlockArray);
+/// A new handle of type `H` for `obj` (`None` only if the table is full).
+pub(crate) fn new_handle<H: Castable>(obj: H::RustType) -> Option<*mut H> {
+    handles::insert(H::into_object(obj)).map(types::handle)
+}
 
-/// Create a handle for `obj`, failing with `OutOfMemory` if the table is full.
-pub(crate) fn make_handle<T>(obj: Object, origin: &'static str) -> Result<*mut T, Error> {
+/// A handle of type `H` for `obj` in the slot taken for it.
+pub(crate) fn fill_handle<H: Castable>(slot: handles::Reserved, obj: H::RustType) -> *mut H {
+    types::handle(slot.fill(H::into_object(obj)))
+}
+
+/// A new handle of type `H` for `obj`, failing with `OutOfMemory` if the
+/// table is full.
+pub(crate) fn make_handle<H: Castable>(obj: H::RustType, origin: &'static str) -> Result<*mut H, Error> {
     new_handle(obj).ok_or_else(|| Error::new(Status::OutOfMemory, origin, "the handle table is full"))
 }
 
-/// Free a handle of `kind` (NULL is a no-op), under the panic guard.
-pub(crate) fn free_handle(h: u64, kind: Kind) -> ta_status {
-    #[allow(unreachable_patterns)] // (kinds added later fall back to a generic name)
-    let origin = match kind {
-        Kind::Runtime => "ta_runtime_free",
-        Kind::Tensor => "ta_tensor_free",
-        Kind::Event => "ta_event_free",
-        Kind::Cq => "ta_cq_free",
-        Kind::Error => "ta_error_free",
-        Kind::Blocks => "ta_blocks_free",
-        Kind::Mapping => "ta_mapping_free",
-        _ => "ta_free",
-    };
-    guard(origin, std::ptr::null_mut(), || match handles::remove(h, kind) {
+/// Free a handle of type `H` (NULL is a no-op), under the panic guard.
+pub(crate) fn free_handle<H: Castable>(h: *mut H) -> ta_status {
+    guard(H::FREE, std::ptr::null_mut(), || match handles::remove(raw(h), H::KIND) {
         Status::Ok => Ok(()),
-        s => Err(Error::new(s, origin, s.description())),
+        s => Err(Error::new(s, H::FREE, s.description())),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The origin an exported function gives its errors is its own name:
+    /// each `ta_*` name written in an exported function (its `const O` or
+    /// `ORIGIN`, or the first argument of a shared body) is the function's,
+    /// so a copied function that kept its model's name fails here. Each
+    /// handle type's `FREE` names an exported function.
+    #[test]
+    fn every_origin_names_its_function() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut exported = BTreeSet::new();
+        let mut wrong = Vec::new();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let src = std::fs::read_to_string(&path).unwrap();
+            let marker = "pub extern \"C\" fn ";
+            for part in src.split(marker).skip(1) {
+                let name = &part[..part.find('(').unwrap()];
+                exported.insert(name.to_string());
+                let body = &part[..part.find("\n}\n").unwrap_or(part.len())];
+                let heads = [
+                    "const O: &str = \"",
+                    "const ORIGIN: &str = \"",
+                    "guard(\"",
+                    "getter(\"",
+                    "dims(\"",
+                    "gemm(\"",
+                    "product(\"",
+                ];
+                for head in heads {
+                    for at in body.match_indices(head).map(|(i, _)| i + head.len()) {
+                        let lit = &body[at..at + body[at..].find('"').unwrap()];
+                        checked += 1;
+                        if lit != name {
+                            wrong.push(format!("{}: {name} names itself {lit}", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        assert!(checked >= 100, "only {checked} origins found");
+        for free in [
+            <crate::ta_runtime as crate::cast::Castable>::FREE,
+            <crate::ta_tensor as crate::cast::Castable>::FREE,
+            <crate::ta_event as crate::cast::Castable>::FREE,
+            <crate::ta_cq as crate::cast::Castable>::FREE,
+            <crate::ta_error as crate::cast::Castable>::FREE,
+            <crate::ta_blocks as crate::cast::Castable>::FREE,
+            <crate::ta_mapping as crate::cast::Castable>::FREE,
+            <crate::ta_token as crate::cast::Castable>::FREE,
+        ] {
+            assert!(exported.contains(free), "{free} is not an exported function");
+        }
+    }
 }

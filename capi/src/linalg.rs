@@ -3,9 +3,9 @@
 
 use std::ffi::c_char;
 
+use super::args::array_arg;
 use super::ops::submit_with;
-use super::tensor::array_arg;
-use super::{guard, tensor_arg};
+use super::{arg, guard};
 use super::{ta_diag, ta_error, ta_event, ta_scalar, ta_side, ta_status, ta_submit, ta_tensor, ta_uplo};
 use super::{TA_DIAG_NON_UNIT, TA_DIAG_UNIT, TA_SIDE_LEFT, TA_SIDE_RIGHT, TA_UPLO_LOWER, TA_UPLO_UPPER};
 use ta::ops::{self, ScalarArg, Uplo};
@@ -31,7 +31,84 @@ fn three(
     b: *const ta_tensor,
     origin: &'static str,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
-    Ok((tensor_arg(c, origin, "c")?, tensor_arg(a, origin, "a")?, tensor_arg(b, origin, "b")?))
+    Ok((arg(c, origin, "c")?, arg(a, origin, "a")?, arg(b, origin, "b")?))
+}
+
+/// A scalar argument from C: an immediate `ta_scalar`, or a 0-d tensor read
+/// when the operation runs (the `_t` forms, which share their bodies with
+/// the plain ones through this).
+trait CScalar {
+    fn hold(self, origin: &'static str, what: &str) -> Result<Held, Error>;
+}
+
+/// A scalar argument, looked up.
+enum Held {
+    Value(Scalar),
+    Tensor(Tensor),
+}
+
+impl Held {
+    fn arg(&self) -> ScalarArg<'_> {
+        match self {
+            Held::Value(s) => ScalarArg::Value(*s),
+            Held::Tensor(t) => ScalarArg::Tensor(t),
+        }
+    }
+}
+
+impl CScalar for ta_scalar {
+    fn hold(self, _: &'static str, _: &str) -> Result<Held, Error> {
+        Ok(Held::Value(sc(self)))
+    }
+}
+
+impl CScalar for *const ta_tensor {
+    fn hold(self, origin: &'static str, what: &str) -> Result<Held, Error> {
+        arg(self, origin, what).map(Held::Tensor)
+    }
+}
+
+/// `ta_gemm` and `ta_gemm_t`.
+#[allow(clippy::too_many_arguments)]
+fn gemm(
+    origin: &'static str,
+    c: *const ta_tensor,
+    alpha: impl CScalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    beta: impl CScalar,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    guard(origin, error, || {
+        let (c, a, b) = three(c, a, b, origin)?;
+        let (al, be) = (alpha.hold(origin, "alpha")?, beta.hold(origin, "beta")?);
+        submit_with(origin, opts, event_out, |s| ops::gemm(&c, al.arg(), &a, &b, be.arg(), s))
+    })
+}
+
+/// `ta_assign_product` (`add` false), `ta_add_product` and their `_t` forms.
+#[allow(clippy::too_many_arguments)]
+fn product(
+    origin: &'static str,
+    add: bool,
+    c: *const ta_tensor,
+    alpha: impl CScalar,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    error: *mut *mut ta_error,
+) -> ta_status {
+    guard(origin, error, || {
+        let (c, a, b) = three(c, a, b, origin)?;
+        let al = alpha.hold(origin, "alpha")?;
+        submit_with(origin, opts, event_out, |s| match add {
+            false => ops::assign_product(&c, al.arg(), &a, &b, s),
+            true => ops::add_product(&c, al.arg(), &a, &b, s),
+        })
+    })
 }
 
 /// `C = alpha·A·B + beta·C` for f32, f64, complex64 and complex128. `C` must
@@ -54,11 +131,7 @@ pub extern "C" fn ta_gemm(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_gemm";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        submit_with(O, opts, event_out, |s| ops::gemm(&c, sc(alpha), &a, &b, sc(beta), s))
-    })
+    gemm("ta_gemm", c, alpha, a, b, beta, opts, event_out, error)
 }
 
 /// `ta_gemm` with `alpha` and `beta` read from 0-d tensors of the operation's
@@ -74,12 +147,7 @@ pub extern "C" fn ta_gemm_t(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_gemm_t";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        let (al, be) = (tensor_arg(alpha, O, "alpha")?, tensor_arg(beta, O, "beta")?);
-        submit_with(O, opts, event_out, |s| ops::gemm(&c, &al, &a, &b, &be, s))
-    })
+    gemm("ta_gemm_t", c, alpha, a, b, beta, opts, event_out, error)
 }
 
 /// `C = alpha·A·B`, an overwrite: an unconstructed `C` is constructed (dense
@@ -97,11 +165,7 @@ pub extern "C" fn ta_assign_product(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_assign_product";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        submit_with(O, opts, event_out, |s| ops::assign_product(&c, sc(alpha), &a, &b, s))
-    })
+    product("ta_assign_product", false, c, alpha, a, b, opts, event_out, error)
 }
 
 /// `ta_assign_product` with `alpha` read from a 0-d tensor when the operation runs.
@@ -115,12 +179,7 @@ pub extern "C" fn ta_assign_product_t(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_assign_product_t";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        let al = tensor_arg(alpha, O, "alpha")?;
-        submit_with(O, opts, event_out, |s| ops::assign_product(&c, &al, &a, &b, s))
-    })
+    product("ta_assign_product_t", false, c, alpha, a, b, opts, event_out, error)
 }
 
 /// `C = alpha·A·B + C`: `C` must exist with the product's shape.
@@ -134,11 +193,7 @@ pub extern "C" fn ta_add_product(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_add_product";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        submit_with(O, opts, event_out, |s| ops::add_product(&c, sc(alpha), &a, &b, s))
-    })
+    product("ta_add_product", true, c, alpha, a, b, opts, event_out, error)
 }
 
 /// `ta_add_product` with `alpha` read from a 0-d tensor when the operation runs.
@@ -152,12 +207,7 @@ pub extern "C" fn ta_add_product_t(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
-    const O: &str = "ta_add_product_t";
-    guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
-        let al = tensor_arg(alpha, O, "alpha")?;
-        submit_with(O, opts, event_out, |s| ops::add_product(&c, &al, &a, &b, s))
-    })
+    product("ta_add_product_t", true, c, alpha, a, b, opts, event_out, error)
 }
 
 /// Tensor contraction (tensordot): axes `a_axes[k]` of `A` and `b_axes[k]` of
@@ -207,7 +257,7 @@ pub extern "C" fn ta_permute(
 ) -> ta_status {
     const O: &str = "ta_permute";
     guard(O, error, || {
-        let (d, s0) = (tensor_arg(dst, O, "dst")?, tensor_arg(src, O, "src")?);
+        let (d, s0) = (arg(dst, O, "dst")?, arg(src, O, "src")?);
         let perm = array_arg(perm, rank, O, "perm")?;
         submit_with(O, opts, event_out, |s| ops::permute(&d, &s0, perm, s))
     })
@@ -226,7 +276,7 @@ pub extern "C" fn ta_conj(
 ) -> ta_status {
     const O: &str = "ta_conj";
     guard(O, error, || {
-        let (d, s0) = (tensor_arg(dst, O, "dst")?, tensor_arg(src, O, "src")?);
+        let (d, s0) = (arg(dst, O, "dst")?, arg(src, O, "src")?);
         submit_with(O, opts, event_out, |s| ops::conj(&d, &s0, s))
     })
 }
@@ -250,7 +300,7 @@ pub extern "C" fn ta_sum(
 ) -> ta_status {
     const O: &str = "ta_sum";
     guard(O, error, || {
-        let (o, xt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?);
+        let (o, xt) = (arg(out, O, "out")?, arg(x, O, "x")?);
         let axes = if axes.is_null() { None } else { Some(array_arg(axes, naxes, O, "axes")?) };
         submit_with(O, opts, event_out, |s| ops::sum(&o, &xt, axes, s))
     })
@@ -270,7 +320,7 @@ pub extern "C" fn ta_dot(
 ) -> ta_status {
     const O: &str = "ta_dot";
     guard(O, error, || {
-        let (o, xt, yt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?, tensor_arg(y, O, "y")?);
+        let (o, xt, yt) = (arg(out, O, "out")?, arg(x, O, "x")?, arg(y, O, "y")?);
         submit_with(O, opts, event_out, |s| ops::dot(&o, &xt, &yt, conjugate != 0, s))
     })
 }
@@ -287,7 +337,7 @@ pub extern "C" fn ta_norm2(
 ) -> ta_status {
     const O: &str = "ta_norm2";
     guard(O, error, || {
-        let (o, xt) = (tensor_arg(out, O, "out")?, tensor_arg(x, O, "x")?);
+        let (o, xt) = (arg(out, O, "out")?, arg(x, O, "x")?);
         submit_with(O, opts, event_out, |s| ops::norm2(&o, &xt, s))
     })
 }
@@ -308,7 +358,7 @@ pub extern "C" fn ta_potrf(
 ) -> ta_status {
     const O: &str = "ta_potrf";
     guard(O, error, || {
-        let at = tensor_arg(a, O, "a")?;
+        let at = arg(a, O, "a")?;
         let u = uplo_arg(uplo, O)?;
         submit_with(O, opts, event_out, |s| ops::potrf(&at, u, s))
     })
@@ -332,7 +382,7 @@ pub extern "C" fn ta_trsm(
 ) -> ta_status {
     const O: &str = "ta_trsm";
     guard(O, error, || {
-        let (bt, at) = (tensor_arg(b, O, "b")?, tensor_arg(a, O, "a")?);
+        let (bt, at) = (arg(b, O, "b")?, arg(a, O, "a")?);
         let left = match side {
             TA_SIDE_LEFT => true,
             TA_SIDE_RIGHT => false,
@@ -363,7 +413,7 @@ pub extern "C" fn ta_syrk(
 ) -> ta_status {
     const O: &str = "ta_syrk";
     guard(O, error, || {
-        let (ct, at) = (tensor_arg(c, O, "c")?, tensor_arg(a, O, "a")?);
+        let (ct, at) = (arg(c, O, "c")?, arg(a, O, "a")?);
         let u = uplo_arg(uplo, O)?;
         submit_with(O, opts, event_out, |s| ops::syrk(&ct, u, sc(alpha), &at, Some(sc(beta)), s))
     })

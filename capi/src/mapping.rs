@@ -2,15 +2,13 @@
 
 use std::sync::Arc;
 
-use super::handles::{self, Kind, Object};
-use super::tensor::timeout_arg;
+use super::args::timeout_arg;
 use super::{
-    guard, make_handle, need, put, raw, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
-    tensor_arg,
+    arg, guard, make_handle, need, put, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
 };
-use ta::Mode;
 use ta::{Error, Status};
-use ta::{GrantedView, HostAccess};
+use ta::Mode;
+use ta::GrantedView;
 
 pub(crate) fn mode_arg(m: ta_mode, origin: &'static str) -> Result<Mode, Error> {
     Mode::from_u32(m).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("mode {m} is not a ta_mode")))
@@ -27,14 +25,6 @@ pub(crate) fn c_view(v: &GrantedView) -> ta_view {
         mode: v.mode as u32,
         domain: crate::domain::to_c(v.domain),
         conj: v.conj as u8,
-    }
-}
-
-fn mapping_arg(h: *const ta_mapping, origin: &'static str) -> Result<Arc<HostAccess>, Error> {
-    match handles::get(raw(h), Kind::Mapping) {
-        Ok(Object::Mapping(m)) => Ok(m),
-        Ok(_) => Err(super::arg_error(Status::Internal, origin, "mapping")),
-        Err(s) => Err(super::arg_error(s, origin, "mapping")),
     }
 }
 
@@ -71,9 +61,9 @@ pub extern "C" fn ta_tensor_acquire(
     const O: &str = "ta_tensor_acquire";
     guard(O, error, || {
         need(mapping_out, O, "mapping_out")?;
-        let t = tensor_arg(tensor, O, "tensor")?;
+        let t = arg(tensor, O, "tensor")?;
         let m = t.acquire_in(O, mode_arg(mode, O)?, timeout_arg(timeout_ns))?;
-        put(mapping_out, make_handle(Object::Mapping(Arc::new(m)), O)?);
+        put(mapping_out, make_handle(Arc::new(m), O)?);
         Ok(())
     })
 }
@@ -97,10 +87,10 @@ pub extern "C" fn ta_tensor_acquire_async(
     const O: &str = "ta_tensor_acquire_async";
     guard(O, error, || {
         need(mapping_out, O, "mapping_out")?;
-        let t = tensor_arg(tensor, O, "tensor")?;
+        let t = arg(tensor, O, "tensor")?;
         let m = Arc::new(t.acquire_async_in(O, mode_arg(mode, O)?)?);
-        let ev = if event_out.is_null() { None } else { Some(make_handle(Object::Event(m.ready().clone()), O)?) };
-        let h = match make_handle(Object::Mapping(m), O) {
+        let ev = if event_out.is_null() { None } else { Some(make_handle(m.ready().clone(), O)?) };
+        let h = match make_handle(m, O) {
             Ok(h) => h,
             Err(e) => {
                 if let Some(ev) = ev {
@@ -128,7 +118,7 @@ pub extern "C" fn ta_mapping_view(mapping: *const ta_mapping, view_out: *mut ta_
     const O: &str = "ta_mapping_view";
     guard(O, std::ptr::null_mut(), || {
         need(view_out, O, "view_out")?;
-        let m = mapping_arg(mapping, O)?;
+        let m = super::arg(mapping, O, "mapping")?;
         let v = c_view(m.view()?);
         put(view_out, v);
         Ok(())
@@ -142,5 +132,5 @@ pub extern "C" fn ta_mapping_view(mapping: *const ta_mapping, view_out: *mut ta_
 /// `TA_STATUS_DOUBLE_FREE`.
 #[no_mangle]
 pub extern "C" fn ta_mapping_free(mapping: *mut ta_mapping) -> ta_status {
-    super::free_handle(raw(mapping), Kind::Mapping)
+    super::free_handle(mapping)
 }

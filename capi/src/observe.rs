@@ -4,9 +4,9 @@
 use std::ffi::CStr;
 use std::os::raw::c_char;
 
-use super::{guard, need, put, runtime_arg, ta_error, ta_runtime, ta_status};
-use ta::DumpFormat;
+use super::{arg, guard, need, put, ta_error, ta_runtime, ta_status};
 use ta::{Error, Status};
+use ta::DumpFormat;
 
 /// Options of `ta_runtime_trace_start`. Zero-initialise it and set
 /// `struct_size` to `sizeof(ta_trace_options)`: later versions of the
@@ -111,7 +111,7 @@ pub extern "C" fn ta_runtime_trace_start(
 ) -> ta_status {
     const ORIGIN: &str = "ta_runtime_trace_start";
     guard(ORIGIN, error, || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         let mut capacity = ta::Runtime::DEFAULT_TRACE_CAPACITY as u64;
         if !options.is_null() {
             // SAFETY: a non-NULL options pointer points to at least its
@@ -158,7 +158,7 @@ pub extern "C" fn ta_runtime_trace_stop(
 ) -> ta_status {
     const ORIGIN: &str = "ta_runtime_trace_stop";
     guard(ORIGIN, error, || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         let path = if path.is_null() {
             None
         } else {
@@ -190,7 +190,7 @@ pub extern "C" fn ta_runtime_trace_stop(
 pub extern "C" fn ta_runtime_track(runtime: *const ta_runtime, enable: i32) -> ta_status {
     const ORIGIN: &str = "ta_runtime_track";
     guard(ORIGIN, std::ptr::null_mut(), || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         rt.track(enable != 0);
         Ok(())
     })
@@ -233,7 +233,7 @@ pub extern "C" fn ta_runtime_dump(
 ) -> ta_status {
     const ORIGIN: &str = "ta_runtime_dump";
     guard(ORIGIN, error, || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         let text = rt.dump(dump_format(format, ORIGIN)?);
         let mut rest = text.as_bytes();
         while !rest.is_empty() {
@@ -269,7 +269,7 @@ pub extern "C" fn ta_runtime_dump_string(
 ) -> ta_status {
     const ORIGIN: &str = "ta_runtime_dump_string";
     guard(ORIGIN, error, || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         need(len_out, ORIGIN, "len_out")?;
         if cap > 0 {
             need(buf, ORIGIN, "buf")?;
@@ -305,7 +305,7 @@ pub extern "C" fn ta_runtime_dump_string(
 pub extern "C" fn ta_runtime_stats(runtime: *const ta_runtime, stats_out: *mut ta_stats) -> ta_status {
     const ORIGIN: &str = "ta_runtime_stats";
     guard(ORIGIN, std::ptr::null_mut(), || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         need(stats_out, ORIGIN, "stats_out")?;
         // SAFETY: non-NULL, and the caller's struct starts with struct_size.
         let size = unsafe { (*stats_out).struct_size } as usize;
@@ -351,7 +351,7 @@ pub extern "C" fn ta_runtime_worker_busy_ns(
 ) -> ta_status {
     const ORIGIN: &str = "ta_runtime_worker_busy_ns";
     guard(ORIGIN, std::ptr::null_mut(), || {
-        let rt = runtime_arg(runtime, ORIGIN, "runtime")?;
+        let rt = arg(runtime, ORIGIN, "runtime")?;
         need(count_out, ORIGIN, "count_out")?;
         if cap > 0 {
             need(busy_out, ORIGIN, "busy_out")?;

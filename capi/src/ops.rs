@@ -2,9 +2,9 @@
 
 use std::ffi::c_void;
 
-use super::handles::{self, Borrows, Object};
-use super::tensor::{array_arg, layout_arg};
-use super::{cq_arg, guard, need, put, raw, runtime_arg, runtime_in, tensor_in};
+use super::args::{array_arg, layout_arg};
+use super::handles::{self, Borrows};
+use super::{arg, borrowed, guard, need, put, raw};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
 use ta::ops::{self, Submit};
 use ta::Order;
@@ -48,7 +48,7 @@ impl RuntimeRef for &Runtime {
 
 impl Opts {
     pub(crate) fn decode(opts: *const ta_submit, origin: &'static str) -> Result<Opts, Error> {
-        Opts::decode_with(opts, origin, runtime_arg)
+        Opts::decode_with(opts, origin, arg)
     }
 }
 
@@ -64,7 +64,7 @@ impl<R: RuntimeRef> Opts<R> {
         // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
         let o = unsafe { *opts };
         let runtime = if o.runtime.is_null() { None } else { Some(lookup(o.runtime, origin, "opts.runtime")?) };
-        let cq = if o.cq.is_null() { None } else { Some((cq_arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
+        let cq = if o.cq.is_null() { None } else { Some((arg(o.cq, origin, "opts.cq")?, o.cq_tag)) };
         let selector = crate::domain::selector_from_c(o.backends).ok_or_else(|| {
             Error::new(Status::InvalidArgument, origin, format!("unknown backend bits {:#x}", o.backends))
         })?;
@@ -127,7 +127,7 @@ fn event_slot(event_out: *mut *mut ta_event, origin: &'static str) -> Result<Opt
 /// in the slot taken for it (an unused slot goes back to the table).
 fn put_event(event_out: *mut *mut ta_event, ev: Option<Event>, slot: Option<handles::Reserved>) {
     if let (Some(ev), Some(slot)) = (ev, slot) {
-        put(event_out, super::types::handle(slot.fill(Object::Event(ev))));
+        put(event_out, super::fill_handle(slot, ev));
     }
 }
 
@@ -142,7 +142,7 @@ pub(crate) fn submit_in(
     event: bool,
     f: impl FnOnce(Submit<'_>) -> ta::Result<Option<Event>>,
 ) -> Result<Option<Event>, Error> {
-    let mut o = Opts::decode_with(opts, origin, |h, origin, what| runtime_in(b, h, origin, what))?;
+    let mut o = Opts::decode_with(opts, origin, |h, origin, what| borrowed(b, h, origin, what))?;
     f(o.submit(event))
 }
 
@@ -189,7 +189,7 @@ pub(crate) fn submit_on<const N: usize>(
     submit_borrowing(origin, tensors.map(|(h, _)| h), opts, event_out, |b| {
         let mut found: [Option<&ta::Tensor>; N] = [None; N];
         for (slot, (h, what)) in found.iter_mut().zip(&tensors) {
-            *slot = Some(tensor_in(b, *h, origin, what)?);
+            *slot = Some(borrowed(b, *h, origin, what)?);
         }
         let ts = found.map(|t| t.expect("every operand was looked up"));
         submit_in(b, origin, opts, !event_out.is_null(), |s| f(ts, s))

@@ -1,7 +1,6 @@
 //! Readiness events for tensors.
 
-use super::handles::Object;
-use super::{guard, make_handle, need, put, ta_error, ta_event, ta_status, ta_tensor, tensor_arg};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_event, ta_status, ta_tensor};
 
 /// A new event that completes once every operation enrolled on `tensor` so
 /// far (for a view, on the elements it touches; for a block view, on each of
@@ -19,9 +18,9 @@ pub extern "C" fn ta_tensor_ready(
     const O: &str = "ta_tensor_ready";
     guard(O, error, || {
         need(event_out, O, "event_out")?;
-        let t = tensor_arg(tensor, O, "tensor")?;
+        let t = arg(tensor, O, "tensor")?;
         let ev = t.ready();
-        put(event_out, make_handle(Object::Event(ev), O)?);
+        put(event_out, make_handle(ev, O)?);
         Ok(())
     })
 }

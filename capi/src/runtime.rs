@@ -1,7 +1,6 @@
 //! Runtimes.
 
-use super::handles::{Kind, Object};
-use super::{guard, make_handle, need, put, raw, runtime_arg, ta_error, ta_runtime, ta_shutdown, ta_status};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_runtime, ta_shutdown, ta_status};
 use super::{TA_SHUTDOWN_CANCEL, TA_SHUTDOWN_DRAIN};
 use ta::{Error, Status};
 use ta::{Runtime, ShutdownMode};
@@ -17,7 +16,7 @@ pub extern "C" fn ta_runtime_new(
     guard("ta_runtime_new", error, || {
         need(runtime_out, "ta_runtime_new", "runtime_out")?;
         let rt = Runtime::new(threads)?;
-        put(runtime_out, make_handle(Object::Runtime(rt), "ta_runtime_new")?);
+        put(runtime_out, make_handle(rt, "ta_runtime_new")?);
         Ok(())
     })
 }
@@ -29,7 +28,7 @@ pub extern "C" fn ta_runtime_new(
 pub extern "C" fn ta_runtime_default(runtime_out: *mut *mut ta_runtime) -> ta_status {
     guard("ta_runtime_default", std::ptr::null_mut(), || {
         need(runtime_out, "ta_runtime_default", "runtime_out")?;
-        put(runtime_out, make_handle(Object::Runtime(Runtime::global().clone()), "ta_runtime_default")?);
+        put(runtime_out, make_handle(Runtime::global().clone(), "ta_runtime_default")?);
         Ok(())
     })
 }
@@ -39,7 +38,7 @@ pub extern "C" fn ta_runtime_default(runtime_out: *mut *mut ta_runtime) -> ta_st
 pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *mut usize) -> ta_status {
     guard("ta_runtime_threads", std::ptr::null_mut(), || {
         need(threads_out, "ta_runtime_threads", "threads_out")?;
-        put(threads_out, runtime_arg(runtime, "ta_runtime_threads", "runtime")?.threads());
+        put(threads_out, arg(runtime, "ta_runtime_threads", "runtime")?.threads());
         Ok(())
     })
 }
@@ -60,7 +59,7 @@ pub extern "C" fn ta_runtime_shutdown(
     error: *mut *mut ta_error,
 ) -> ta_status {
     guard("ta_runtime_shutdown", error, || {
-        let rt = runtime_arg(runtime, "ta_runtime_shutdown", "runtime")?;
+        let rt = arg(runtime, "ta_runtime_shutdown", "runtime")?;
         let mode = match mode {
             TA_SHUTDOWN_DRAIN => ShutdownMode::Drain,
             TA_SHUTDOWN_CANCEL => ShutdownMode::Cancel,
@@ -87,14 +86,14 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
         return super::TA_STATUS_OK;
     }
     let status = guard("ta_runtime_free", std::ptr::null_mut(), || {
-        let rt = runtime_arg(runtime, "ta_runtime_free", "runtime")?;
+        let rt = arg(runtime, "ta_runtime_free", "runtime")?;
         if !rt.is_global() {
             rt.shutdown(ShutdownMode::Drain)?;
         }
         Ok(())
     });
     match status {
-        super::TA_STATUS_OK => super::free_handle(raw(runtime), Kind::Runtime),
+        super::TA_STATUS_OK => super::free_handle(runtime),
         super::TA_STATUS_STALE_HANDLE => super::TA_STATUS_DOUBLE_FREE,
         s => s,
     }
@@ -112,6 +111,6 @@ pub extern "C" fn ta_runtime_wait_idle(
     error: *mut *mut ta_error,
 ) -> ta_status {
     guard("ta_runtime_wait_idle", error, || {
-        runtime_arg(runtime, "ta_runtime_wait_idle", "runtime")?.wait_idle(super::tensor::timeout_arg(timeout_ns))
+        arg(runtime, "ta_runtime_wait_idle", "runtime")?.wait_idle(super::args::timeout_arg(timeout_ns))
     })
 }

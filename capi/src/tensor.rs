@@ -2,74 +2,13 @@
 
 use std::ffi::c_void;
 
-use super::handles::{Kind, Object};
-use super::{guard, make_handle, need, put, raw, ta_error, ta_status, ta_tensor, tensor_arg};
-use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA_ORDER_ROW_MAJOR};
-use ta::DType;
-use ta::Domain;
+use super::args::{array_arg, domain_arg, dtype_arg, layout_arg, order_arg, timeout_arg};
+use super::{arg, guard, make_handle, need, put, ta_error, ta_status, ta_tensor};
+use super::{ta_domain, ta_dtype, ta_order, ta_release_fn};
+use ta::{Error, Status};
+use ta::Layout;
 use ta::ReleaseFn;
 use ta::Tensor;
-use ta::{Error, Status};
-use ta::{Layout, Order};
-
-/// Largest rank accepted through the C ABI.
-const MAX_RANK: usize = 64;
-
-pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Error> {
-    DType::from_u32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown dtype {d}")))
-}
-
-pub(crate) fn domain_arg(d: ta_domain, origin: &'static str) -> Result<Domain, Error> {
-    crate::domain::from_c(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown domain {d}")))
-}
-
-pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Error> {
-    match o {
-        TA_ORDER_ROW_MAJOR => Ok(Order::RowMajor),
-        TA_ORDER_COL_MAJOR => Ok(Order::ColMajor),
-        _ => Err(Error::new(Status::InvalidArgument, origin, format!("unknown order {o}"))),
-    }
-}
-
-/// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
-pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
-    if rank > MAX_RANK {
-        return Err(Error::new(
-            Status::InvalidArgument,
-            origin,
-            format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes"),
-        ));
-    }
-    list_arg(p, rank, origin, what)
-}
-
-/// Read `len` entries from a C array of any length (NULL allowed when `len` is 0).
-pub(crate) fn list_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
-    if rank == 0 {
-        return Ok(&[]);
-    }
-    need(p, origin, what)?;
-    // SAFETY: the C contract is that a non-NULL array argument holds `rank` entries.
-    Ok(unsafe { std::slice::from_raw_parts(p, rank) })
-}
-
-/// A host layout from C arguments: explicit strides, or dense in `order`.
-pub(crate) fn layout_arg(
-    rank: usize,
-    extents: *const usize,
-    strides: *const isize,
-    order: Order,
-    origin: &'static str,
-) -> Result<Layout, Error> {
-    let ext = array_arg(extents, rank, origin, "extents")?;
-    if strides.is_null() {
-        let l = Layout::contiguous(ext, order);
-        l.checked_len().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "element count overflows"))?;
-        Ok(l)
-    } else {
-        Layout::strided(ext, array_arg(strides, rank, origin, "strides")?, 0, origin)
-    }
-}
 
 /// Create an unconstructed tensor: dtype and domain known, no shape yet. An
 /// overwrite (`ta_copy_in`, `ta_copy`) constructs it; reading it before that
@@ -85,7 +24,7 @@ pub extern "C" fn ta_tensor_new(
     guard(O, error, || {
         need(tensor_out, O, "tensor_out")?;
         let t = Tensor::unconstructed(dtype_arg(dtype, O)?, domain_arg(domain, O)?)?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -107,7 +46,7 @@ pub extern "C" fn ta_tensor_new_zeros(
         need(tensor_out, O, "tensor_out")?;
         let ext = array_arg(extents, rank, O, "extents")?;
         let t = Tensor::zeros(dtype_arg(dtype, O)?, ext, order_arg(order, O)?, domain_arg(domain, O)?)?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -138,7 +77,7 @@ pub extern "C" fn ta_tensor_new_copy(
         }
         // SAFETY: the C contract: `data` holds every element the layout addresses.
         let t = unsafe { Tensor::from_host(dt, &src, data.cast(), order)? };
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -148,6 +87,7 @@ struct SendPtr(*mut c_void);
 // the user declared callable from any thread.
 unsafe impl Send for SendPtr {}
 
+#[allow(clippy::too_many_arguments)]
 fn wrap(
     origin: &'static str,
     dtype: ta_dtype,
@@ -174,7 +114,7 @@ fn wrap(
     });
     // SAFETY: the C contract: `data` stays valid for the layout until `release` runs.
     let t = unsafe { Tensor::wrap(dt, layout, data.cast(), writable, hook)? };
-    put(tensor_out, make_handle(Object::Tensor(t), origin)?);
+    put(tensor_out, make_handle(t, origin)?);
     Ok(())
 }
 
@@ -232,8 +172,8 @@ pub extern "C" fn ta_tensor_share(tensor: *const ta_tensor, tensor_out: *mut *mu
     const O: &str = "ta_tensor_share";
     guard(O, std::ptr::null_mut(), || {
         need(tensor_out, O, "tensor_out")?;
-        let t = tensor_arg(tensor, O, "tensor")?;
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        let t = arg(tensor, O, "tensor")?;
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -242,78 +182,81 @@ pub extern "C" fn ta_tensor_share(tensor: *const ta_tensor, tensor_out: *mut *mu
 /// keep the data alive, and memory is freed after the last access. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_tensor_free(tensor: *mut ta_tensor) -> ta_status {
-    super::free_handle(raw(tensor), Kind::Tensor)
+    super::free_handle(tensor)
 }
 
 /// The dtype of a tensor.
 #[no_mangle]
 pub extern "C" fn ta_tensor_dtype(tensor: *const ta_tensor, dtype_out: *mut ta_dtype) -> ta_status {
-    guard("ta_tensor_dtype", std::ptr::null_mut(), || {
-        need(dtype_out, "ta_tensor_dtype", "dtype_out")?;
-        put(dtype_out, tensor_arg(tensor, "ta_tensor_dtype", "tensor")?.dtype() as ta_dtype);
-        Ok(())
-    })
+    getter("ta_tensor_dtype", tensor, dtype_out, "dtype_out", |t| Ok(t.dtype() as ta_dtype))
 }
 
 /// The domain of a tensor (`TA_DOMAIN_HOST` or a CUDA device ordinal).
 #[no_mangle]
 pub extern "C" fn ta_tensor_domain(tensor: *const ta_tensor, domain_out: *mut ta_domain) -> ta_status {
-    guard("ta_tensor_domain", std::ptr::null_mut(), || {
-        need(domain_out, "ta_tensor_domain", "domain_out")?;
-        put(domain_out, crate::domain::to_c(tensor_arg(tensor, "ta_tensor_domain", "tensor")?.domain()));
-        Ok(())
-    })
+    getter("ta_tensor_domain", tensor, domain_out, "domain_out", |t| Ok(crate::domain::to_c(t.domain())))
 }
 
 /// Whether writes to the tensor are rejected (stores 1 or 0).
 #[no_mangle]
 pub extern "C" fn ta_tensor_is_read_only(tensor: *const ta_tensor, read_only_out: *mut i32) -> ta_status {
-    guard("ta_tensor_is_read_only", std::ptr::null_mut(), || {
-        need(read_only_out, "ta_tensor_is_read_only", "read_only_out")?;
-        put(read_only_out, tensor_arg(tensor, "ta_tensor_is_read_only", "tensor")?.is_read_only() as i32);
-        Ok(())
-    })
+    getter("ta_tensor_is_read_only", tensor, read_only_out, "read_only_out", |t| Ok(t.is_read_only() as i32))
 }
 
 /// The rank, as known at submission time. `TA_STATUS_UNCONSTRUCTED` while the
 /// tensor has no shape.
 #[no_mangle]
 pub extern "C" fn ta_tensor_rank(tensor: *const ta_tensor, rank_out: *mut usize) -> ta_status {
-    const O: &str = "ta_tensor_rank";
-    guard(O, std::ptr::null_mut(), || {
-        need(rank_out, O, "rank_out")?;
-        let l = shape_of(tensor, O)?;
-        put(rank_out, l.rank());
+    getter("ta_tensor_rank", tensor, rank_out, "rank_out", |t| Ok(shape(t, "ta_tensor_rank")?.rank()))
+}
+
+/// The body of a getter: `out` gets `get` of the tensor.
+fn getter<T>(
+    origin: &'static str,
+    tensor: *const ta_tensor,
+    out: *mut T,
+    what: &str,
+    get: impl FnOnce(&Tensor) -> Result<T, Error>,
+) -> ta_status {
+    guard(origin, std::ptr::null_mut(), || {
+        need(out, origin, what)?;
+        put(out, get(&arg(tensor, origin, "tensor")?)?);
         Ok(())
     })
 }
 
-fn shape_of(tensor: *const ta_tensor, origin: &'static str) -> Result<Layout, Error> {
-    tensor_arg(tensor, origin, "tensor")?
-        .layout()
-        .ok_or_else(|| Error::new(Status::Unconstructed, origin, "the tensor is unconstructed"))
+/// The layout of a constructed tensor.
+fn shape(t: &Tensor, origin: &'static str) -> Result<Layout, Error> {
+    t.layout().ok_or_else(|| Error::new(Status::Unconstructed, origin, "the tensor is unconstructed"))
+}
+
+/// The body of the extents and strides getters: `pick` of the layout into
+/// `out`, which holds `cap` entries.
+fn dims<T: Copy>(
+    origin: &'static str,
+    tensor: *const ta_tensor,
+    out: *mut T,
+    cap: usize,
+    pick: impl FnOnce(&Layout) -> &[T],
+) -> ta_status {
+    guard(origin, std::ptr::null_mut(), || {
+        let l = shape(&arg(tensor, origin, "tensor")?, origin)?;
+        copy_dims(pick(&l), out, cap, origin)
+    })
 }
 
 /// Copy the extents (as known at submission time) into `extents_out`, which
 /// holds `cap` entries; `TA_STATUS_BUFFER_TOO_SMALL` if `cap` < rank.
 #[no_mangle]
 pub extern "C" fn ta_tensor_extents(tensor: *const ta_tensor, extents_out: *mut usize, cap: usize) -> ta_status {
-    const O: &str = "ta_tensor_extents";
-    guard(O, std::ptr::null_mut(), || {
-        let l = shape_of(tensor, O)?;
-        copy_dims(&l.extents, extents_out, cap, O)
-    })
+    dims("ta_tensor_extents", tensor, extents_out, cap, |l| &l.extents)
 }
 
 /// Copy the strides in elements (as known at submission time) into
 /// `strides_out`, which holds `cap` entries.
 #[no_mangle]
 pub extern "C" fn ta_tensor_strides(tensor: *const ta_tensor, strides_out: *mut isize, cap: usize) -> ta_status {
-    const O: &str = "ta_tensor_strides";
-    guard(O, std::ptr::null_mut(), || {
-        let l = shape_of(tensor, O)?;
-        copy_dims(&l.strides, strides_out, cap, O)
-    })
+    dims("ta_tensor_strides", tensor, strides_out, cap, |l| &l.strides)
 }
 
 fn copy_dims<T: Copy>(src: &[T], out: *mut T, cap: usize, origin: &'static str) -> Result<(), Error> {
@@ -328,10 +271,6 @@ fn copy_dims<T: Copy>(src: &[T], out: *mut T, cap: usize, origin: &'static str) 
     Ok(())
 }
 
-pub(crate) fn timeout_arg(ns: i64) -> Option<std::time::Duration> {
-    (ns >= 0).then(|| std::time::Duration::from_nanos(ns as u64))
-}
-
 /// Wait for every operation enrolled on the tensor so far (`timeout_ns` < 0:
 /// forever), then return its state: `TA_STATUS_OK` for a clean value, the
 /// status of the error that poisoned it (details in `*error`),
@@ -341,7 +280,7 @@ pub(crate) fn timeout_arg(ns: i64) -> Option<std::time::Duration> {
 #[no_mangle]
 pub extern "C" fn ta_tensor_wait(tensor: *const ta_tensor, timeout_ns: i64, error: *mut *mut ta_error) -> ta_status {
     const O: &str = "ta_tensor_wait";
-    guard(O, error, || tensor_arg(tensor, O, "tensor")?.wait(timeout_arg(timeout_ns)))
+    guard(O, error, || arg(tensor, O, "tensor")?.wait(timeout_arg(timeout_ns)))
 }
 
 /// One axis of a slice, for `ta_tensor_slice`: indices `start, start + step,
@@ -365,9 +304,9 @@ fn make_view(
     f: impl FnOnce(&Tensor) -> Result<Tensor, Error>,
 ) -> Result<(), Error> {
     need(view_out, origin, "view_out")?;
-    let t = tensor_arg(tensor, origin, "tensor")?;
+    let t = arg(tensor, origin, "tensor")?;
     let v = f(&t)?;
-    put(view_out, make_handle(Object::Tensor(v), origin)?);
+    put(view_out, make_handle(v, origin)?);
     Ok(())
 }
 
@@ -484,7 +423,7 @@ pub extern "C" fn ta_tensor_clone(
     const O: &str = "ta_tensor_clone";
     guard(O, error, || {
         need(copy_out, O, "copy_out")?;
-        let t = tensor_arg(tensor, O, "tensor")?;
+        let t = arg(tensor, O, "tensor")?;
         let mut fresh = None;
         super::ops::submit_with(O, opts, event_out, |s| {
             if t.is_view() {
@@ -498,7 +437,7 @@ pub extern "C" fn ta_tensor_clone(
         if t.is_view() && !event_out.is_null() {
             put(event_out, std::ptr::null_mut()); // nothing was scheduled
         }
-        put(copy_out, make_handle(Object::Tensor(fresh.expect("set on success")), O)?);
+        put(copy_out, make_handle(fresh.expect("set on success"), O)?);
         Ok(())
     })
 }
@@ -510,7 +449,7 @@ pub extern "C" fn ta_tensor_clone(
 pub extern "C" fn ta_tensor_is_view(tensor: *const ta_tensor, is_view_out: *mut i32) -> ta_status {
     guard("ta_tensor_is_view", std::ptr::null_mut(), || {
         need(is_view_out, "ta_tensor_is_view", "is_view_out")?;
-        put(is_view_out, tensor_arg(tensor, "ta_tensor_is_view", "tensor")?.is_view() as i32);
+        put(is_view_out, arg(tensor, "ta_tensor_is_view", "tensor")?.is_view() as i32);
         Ok(())
     })
 }

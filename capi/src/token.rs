@@ -5,23 +5,14 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::handles::{self, Kind, Object};
+use super::args::array_arg;
 use super::mapping::{c_view, mode_arg};
 use super::ops::{submit_borrowing, submit_in};
-use super::tensor::array_arg;
-use super::{guard, make_handle, need, put, raw, tensor_in};
+use super::{borrowed, guard, make_handle, need, put};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_status, ta_submit, ta_token, ta_view};
 use ta::ops::OpName;
 use ta::Mode;
 use ta::{Error, Status};
-
-fn token_arg(h: *const ta_token, origin: &'static str) -> Result<Arc<ta::Token>, Error> {
-    match handles::get(raw(h), Kind::Token) {
-        Ok(Object::Token(t)) => Ok(t),
-        Ok(_) => Err(super::arg_error(Status::Internal, origin, "token")),
-        Err(s) => Err(super::arg_error(s, origin, "token")),
-    }
-}
 
 /// Inside a user kernel: defer the operation's completion. The operation
 /// does not complete when the kernel returns (its return value is then
@@ -40,7 +31,7 @@ pub extern "C" fn ta_kernel_defer(ctx: *mut ta_kernel_ctx, token_out: *mut *mut 
     guard(O, std::ptr::null_mut(), || {
         need(token_out, O, "token_out")?;
         let t = super::kernel::with_ctx(ctx, O, |c| c.defer().map(Arc::new))??;
-        put(token_out, make_handle(Object::Token(t), O)?);
+        put(token_out, make_handle(t, O)?);
         Ok(())
     })
 }
@@ -78,7 +69,7 @@ pub extern "C" fn ta_external_submit(
         submit_borrowing(O, acc.iter().map(|a| a.tensor), options, event_out, |b| {
             let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
-                let t = tensor_in(b, a.tensor, O, "accesses[].tensor")?;
+                let t = borrowed(b, a.tensor, O, "accesses[].tensor")?;
                 let m = mode_arg(a.mode, O).map_err(|_| {
                     Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
                 })?;
@@ -100,9 +91,9 @@ pub extern "C" fn ta_external_submit(
         let token = token.expect("set on success");
         let started = token.started().clone();
         // The submission is made: from here on only handles are created.
-        put(token_out, make_handle(Object::Token(token), O)?);
+        put(token_out, make_handle(token, O)?);
         if !started_out.is_null() {
-            put(started_out, make_handle(Object::Event(started), O)?);
+            put(started_out, make_handle(started, O)?);
         }
         Ok(())
     })
@@ -124,7 +115,7 @@ pub extern "C" fn ta_token_views(
     const O: &str = "ta_token_views";
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;
-        let t = token_arg(token, O)?;
+        let t = super::arg(token, O, "token")?;
         let views = t.views_in(O)?;
         if cap < views.len() {
             put(count_out, views.len());
@@ -169,11 +160,7 @@ pub extern "C" fn ta_token_finish(token: *mut ta_token, status: ta_status, messa
             // SAFETY: a non-NULL message is a NUL-terminated string by the C contract.
             Some(unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
         };
-        let t = match handles::take(raw(token), Kind::Token) {
-            Ok(Object::Token(t)) => t,
-            Ok(_) => return Err(super::arg_error(Status::Internal, O, "token")),
-            Err(s) => return Err(super::arg_error(s, O, "token")),
-        };
+        let t = super::take(token, O, "token")?;
         t.finish_code(status, msg, O)
     })
 }

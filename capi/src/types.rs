@@ -6,8 +6,6 @@
 
 use std::ffi::c_void;
 
-use crate::handles;
-
 /// Status code returned by every fallible function. Values are stable and never reused.
 pub type ta_status = u32;
 /// Success.
@@ -328,9 +326,4 @@ pub(crate) fn raw<T>(h: *const T) -> u64 {
 /// A handle from its raw value.
 pub(crate) fn handle<T>(h: u64) -> *mut T {
     h as usize as *mut T
-}
-
-/// Store an object and return its handle as a typed pointer.
-pub(crate) fn new_handle<T>(obj: handles::Object) -> Option<*mut T> {
-    handles::insert(obj).map(handle)
 }

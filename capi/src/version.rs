@@ -9,7 +9,7 @@ pub const TA_VERSION_MINOR: u32 = 1;
 /// Patch version of the library.
 pub const TA_VERSION_PATCH: u32 = 0;
 /// Version string of the library.
-pub const TA_VERSION_STRING: &'static str = "0.1.0";
+pub const TA_VERSION_STRING: &str = "0.1.0";
 
 static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
@@ -17,7 +17,7 @@ static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 /// equal to `TA_VERSION_STRING` for a matching header. Never fails.
 #[no_mangle]
 pub extern "C" fn ta_version() -> *const c_char {
-    VERSION.as_ptr().cast()
+    crate::guard_value(std::ptr::null(), || VERSION.as_ptr().cast())
 }
 
 #[cfg(test)]

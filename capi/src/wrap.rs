@@ -2,10 +2,9 @@
 
 use std::ffi::c_void;
 
-use super::handles::Object;
-use super::tensor::{dtype_arg, layout_arg, order_arg};
+use super::args::{dtype_arg, layout_arg, order_arg};
 use super::{
-    cq_arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor,
+    arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor,
 };
 use ta::CompletionEntry;
 use ta::ReleaseFn;
@@ -92,7 +91,7 @@ pub extern "C" fn ta_tensor_wrap_ex(
         let dt = dtype_arg(dtype, O)?;
         let layout = layout_arg(rank, extents, strides, order_arg(order, O)?, O)?;
         let cq = match opts {
-            Some(o) if !o.release_cq.is_null() => Some((cq_arg(o.release_cq, O, "options.release_cq")?, o.release_tag)),
+            Some(o) if !o.release_cq.is_null() => Some((arg(o.release_cq, O, "options.release_cq")?, o.release_tag)),
             _ => None,
         };
         let release = opts.and_then(|o| o.release.map(|f| (f, SendPtr(o.release_userdata))));
@@ -113,7 +112,7 @@ pub extern "C" fn ta_tensor_wrap_ex(
         };
         // SAFETY: the C contract: `data` stays valid for the layout until the release.
         let t = unsafe { Tensor::wrap(dt, layout, data.cast(), flags & TA_WRAP_READ_ONLY == 0, hook)? };
-        put(tensor_out, make_handle(Object::Tensor(t), O)?);
+        put(tensor_out, make_handle(t, O)?);
         Ok(())
     })
 }
