@@ -71,7 +71,7 @@ impl BlockArray {
                 format!("tile extents {tile:?} do not fit an array of extents {extents:?} (rank differs)"),
             ));
         }
-        if tile.iter().any(|&t| t == 0) {
+        if tile.contains(&0) {
             return Err(Error::new(Status::InvalidArgument, O, format!("tile extents {tile:?} must be positive")));
         }
         let grid: SmallVec<[usize; 4]> = extents.iter().zip(tile).map(|(&e, &t)| e.div_ceil(t)).collect();

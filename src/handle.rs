@@ -236,8 +236,6 @@ impl Tensor {
         Arc::ptr_eq(self.root(), other.root())
     }
 
-    /// Whether two handles order on the same value (the same epoch queue).
-
     /// Derive a new view from this handle seen as a view.
     fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {
         let v = match &self.0 {

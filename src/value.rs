@@ -362,7 +362,7 @@ impl Value {
 pub(crate) fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
     match domain {
         Domain::Host => Ok(()),
-        Domain::Cuda(n) => crate::device::device(n).map(drop).map_err(|e| e.with_origin(origin)),
+        Domain::Cuda(n) => crate::device::registry::device(n).map(drop).map_err(|e| e.with_origin(origin)),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ptr::NonNull;
 
-use super::device;
+use super::registry::device;
 use crate::error::{Error, Result, Status};
 use crate::storage::Storage;
 
