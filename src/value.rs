@@ -36,7 +36,7 @@ use crate::storage::Storage;
 /// elements in it. Immutable: a value's contents are replaced, never modified,
 /// so an access can keep pointing at the contents it was enrolled with.
 ///
-/// The storage is held inline (one allocation fewer per tensor). Values that
+/// The storage is held inline (one allocation per tensor). Values that
 /// share one allocation (block arrays) each hold a `Storage` wrapping their
 /// part of it, whose release hook keeps the shared allocation alive.
 pub(crate) struct Contents {
@@ -102,12 +102,8 @@ impl ValueState {
 }
 
 /// How many values hold poison right now, process-wide. A running task
-/// checks it before its operands' own flags: with no poison anywhere (the
-/// usual case) it never reads its values' line, which the submitting thread
-/// writes on every submission (its lock and queue live there), so that line
-/// does not travel between the submitter's core and the workers' per task.
-/// The count changes only when a value gains its first poison or loses its
-/// last, and stays on one read-shared line otherwise.
+/// checks it before its operands' own flags, so that without poison it
+/// never reads its values' state (see docs/perf-notes/tensor.md).
 static POISONED_VALUES: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether some value may hold poison (see [`POISONED_VALUES`]). Ordered like
@@ -128,18 +124,13 @@ pub fn poisoned_values_for_tests() -> usize {
 /// A hazard record: one epoch queue plus the value it orders.
 pub(crate) struct Value {
     /// The state, behind a lock whose word also holds the value's small
-    /// fields (see [`ValueLock`]), so that the value with its reference
-    /// counts fills one cache line (64 bytes), which only submitting threads
-    /// use per operation: accesses copy the dtype and domain codes, and tasks
-    /// read the poison flag only while some value holds poison (see
-    /// [`POISONED_VALUES`]).
+    /// fields (see [`ValueLock`]): the value and its counts fit one cache
+    /// line (see docs/perf-notes/tensor.md).
     pub(crate) state: StateMutex,
 }
 
 /// The lock of a value's state, and the value's fields that are read
-/// without it, in one 8-byte word: a separate `parking_lot::Mutex` would pad
-/// its one-byte lock to the state's alignment, and these fields would take
-/// another word after it.
+/// without it, in one 8-byte word (a separate mutex would take two).
 pub(crate) struct ValueLock {
     raw: parking_lot::RawMutex,
     /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
