@@ -30,12 +30,12 @@ const DEPOT: usize = 16;
 /// The size and alignment of an `Arc<Task>`'s allocation, the only blocks
 /// cached (`ArcInner` is two counts then the value, `repr(C)`).
 pub(crate) const SIZE: usize = {
-    let align = std::mem::align_of::<crate::runtime::Task>();
+    let align = std::mem::align_of::<crate::runtime::task::Task>();
     let start = crate::runtime::task::ARC_COUNTS.div_ceil(align) * align;
-    (start + std::mem::size_of::<crate::runtime::Task>()).div_ceil(align) * align
+    (start + std::mem::size_of::<crate::runtime::task::Task>()).div_ceil(align) * align
 };
 pub(crate) const ALIGN: usize = {
-    let a = std::mem::align_of::<crate::runtime::Task>();
+    let a = std::mem::align_of::<crate::runtime::task::Task>();
     if a > std::mem::align_of::<usize>() {
         a
     } else {
@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn task_blocks_go_through_the_cache() {
         let counts = Layout::new::<[usize; 2]>();
-        let arc = counts.extend(Layout::new::<crate::runtime::Task>()).unwrap().0.pad_to_align();
+        let arc = counts.extend(Layout::new::<crate::runtime::task::Task>()).unwrap().0.pad_to_align();
         assert_eq!((SIZE, ALIGN), (arc.size(), arc.align()));
         let t = crate::Tensor::zeros(
             crate::dtype::DType::F64,

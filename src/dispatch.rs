@@ -8,20 +8,14 @@
 //! device, resources) only before it has written anything, and the first that
 //! accepts runs. If all decline, the error names each backend and its reason.
 
-use std::any::Any;
 use std::fmt::Write as _;
-use std::sync::Arc;
-
-use smallvec::SmallVec;
 
 use crate::backends;
-use crate::device::{Device, StreamId};
 use crate::domain::Domain;
 use crate::dtype::{DType, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::Layout;
 use crate::ops::ResolvedView;
-use crate::runtime::task::Issue;
 
 /// Operation tags for dispatched (non-user) operations.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -105,33 +99,10 @@ pub(crate) trait Backend: Sync {
     fn run(&self, op: &NativeOp, views: &[ResolvedView<'_>], cx: &mut RunCtx) -> Outcome;
 }
 
-/// Device context of one run of an operation's body.
-#[derive(Default)]
-pub(crate) struct RunCtx {
-    /// Markers of same-device predecessors: the work must queue behind them.
-    pub(crate) waits: SmallVec<[Issue; 2]>,
-    /// Set by a device backend that queued work.
-    pub(crate) issued: Option<Issued>,
-    /// Set by a user kernel that deferred its completion.
-    pub(crate) deferred: Option<std::sync::Arc<crate::runtime::deferred::TokenInner>>,
-}
-
-/// Work a device backend queued: where, and what the finish still needs.
-pub(crate) struct Issued {
-    pub(crate) device: Arc<dyn Device>,
-    /// The stream the work is on (the last one, if it used several after
-    /// joining them).
-    pub(crate) stream: StreamId,
-    /// Host work to run once the device work is done (for example, unpack a
-    /// staging buffer into host memory); its error fails the operation.
-    pub(crate) finisher: Option<Finisher>,
-    /// What must live until the device work is done (staging buffers, and
-    /// storage of temporaries).
-    pub(crate) keep: SmallVec<[Box<dyn Any + Send>; 2]>,
-}
-
-/// See [`Issued::finisher`].
-pub(crate) type Finisher = Box<dyn FnOnce() -> Result<()> + Send>;
+// The device work and run context are the runtime's (it keeps them between
+// a device task's issue and finish); backends fill them in.
+pub(crate) use crate::runtime::device_work::Issued;
+pub(crate) use crate::runtime::run_ctx::RunCtx;
 
 /// Host memory given by the caller for copy-in/copy-out. The caller keeps it
 /// valid until the operation completes (documented at the C ABI).

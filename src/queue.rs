@@ -27,7 +27,18 @@ use std::sync::Arc;
 use thin_vec::ThinVec;
 
 use crate::region::Region;
-use crate::runtime::task::Task;
+
+/// What waits on a queue: a node of the dependency graph (the runtime's
+/// task). The queue only adds edges between waiters and asks which are done.
+pub(crate) trait Waiter {
+    /// Whether it has finished.
+    fn is_done(&self) -> bool;
+    /// Make `this` wait for `pred` (no-op if `pred` already finished).
+    fn depend_on(this: &Arc<Self>, pred: &Arc<Self>);
+    /// As `depend_on`, met on a device-resident value: a same-device
+    /// predecessor only has to have queued its work.
+    fn depend_on_device(this: &Arc<Self>, pred: &Arc<Self>);
+}
 
 /// How an operation uses an operand.
 #[repr(u8)]
@@ -62,34 +73,53 @@ impl Mode {
     }
 }
 
+/// Names the waiter type of the crate's queues without naming it here: the
+/// layer that defines tasks (above the values that hold queues) binds it
+/// with `impl WaiterKind for Tasks`, so a value can hold a [`TaskQueue`]
+/// while the queue and the value know no task type.
+pub(crate) trait WaiterKind {
+    type Waiter: Waiter;
+}
+
+/// The kind of waiter that values' queues hold (see [`WaiterKind`]).
+pub(crate) enum Tasks {}
+
+/// The epoch queue of a value, a block or any hazard record.
+pub(crate) type TaskQueue = EpochQueue<<Tasks as WaiterKind>::Waiter>;
+
 /// An enrolled access that later accesses may have to wait for.
-struct Entry {
-    task: Arc<Task>,
+struct Entry<W> {
+    task: Arc<W>,
     writes: bool,
     region: Region,
 }
 
 /// The ordering state of one value (or one block, or one hazard record).
-#[derive(Default)]
-pub(crate) struct EpochQueue {
+pub(crate) struct EpochQueue<W> {
     /// The latest whole-value writer, unless a later one replaced it. It
     /// comes before every entry of `frontier` and covers everything before
     /// it. Kept apart from `frontier` because it is the whole frontier of a
     /// value that is only written whole (a chain of updates, or independent
     /// tasks each on its own tensor): enrolling one such writer replaces
     /// another, with no vector to allocate or clear.
-    writer: Option<Arc<Task>>,
+    writer: Option<Arc<W>>,
     /// Unfinished-or-recent accesses after `writer` that are not covered by
     /// a later writer, writers first: a reader only waits for writers, so it
     /// scans the leading writers and stops at the first reader, and a value
     /// read by thousands of pending operations (a shared matrix) costs each
     /// new reader nothing extra. A thin vector keeps it one word while empty.
-    frontier: ThinVec<Entry>,
+    frontier: ThinVec<Entry<W>>,
     /// The stamp of the latest enrolled operation (see [`EpochQueue::enroll`]).
     seq: u64,
 }
 
-impl EpochQueue {
+impl<W> Default for EpochQueue<W> {
+    fn default() -> Self {
+        EpochQueue { writer: None, frontier: ThinVec::new(), seq: 0 }
+    }
+}
+
+impl<W: Waiter> EpochQueue<W> {
     /// The stamp after everything enrolled so far.
     pub(crate) fn next_stamp(&self) -> u64 {
         self.seq + 1
@@ -102,8 +132,8 @@ impl EpochQueue {
     ///
     /// `on_device`: the value lives on a device and `task` is a device task,
     /// so a predecessor on the same device only has to be issued, not
-    /// finished, before `task` starts (see [`Task::depend_on_device`]).
-    pub(crate) fn enroll(&mut self, task: &Arc<Task>, mode: Mode, region: &Region, stamp: u64, on_device: bool) {
+    /// finished, before `task` starts (see [`Waiter::depend_on_device`]).
+    pub(crate) fn enroll(&mut self, task: &Arc<W>, mode: Mode, region: &Region, stamp: u64, on_device: bool) {
         let writes = mode.writes();
         if matches!(region, Region::Empty) {
             // No element: it waits for nothing and covers nothing. (Decided
@@ -115,11 +145,11 @@ impl EpochQueue {
             return;
         }
         let whole = matches!(region, Region::Full);
-        let depend = |pred: &Arc<Task>| {
+        let depend = |pred: &Arc<W>| {
             if on_device {
-                task.depend_on_device(pred)
+                W::depend_on_device(task, pred)
             } else {
-                task.depend_on(pred)
+                W::depend_on(task, pred)
             }
         };
         if let Some(w) = self.writer_before(region) {
@@ -170,16 +200,16 @@ impl EpochQueue {
     /// Enroll a barrier: it waits for every unfinished access to `region`
     /// enrolled so far and joins as a reader, so a later writer of the region
     /// also waits for it.
-    pub(crate) fn enroll_barrier(&mut self, task: &Arc<Task>, region: &Region) {
+    pub(crate) fn enroll_barrier(&mut self, task: &Arc<W>, region: &Region) {
         if let Some(w) = self.writer_before(region) {
-            task.depend_on(w);
+            W::depend_on(task, w);
         }
         for e in &self.frontier {
             // An access to no element is still enrolled: a barrier (a wait,
             // or the release of the handle the access goes through) waits
             // for it too.
             if matches!(e.region, Region::Empty) || e.region.may_overlap(region) {
-                task.depend_on(&e.task);
+                W::depend_on(task, &e.task);
             }
         }
         self.push(Entry { task: task.clone(), writes: false, region: region.clone() });
@@ -188,7 +218,7 @@ impl EpochQueue {
 
     /// The whole-value writer an access to `region` must wait for, if any
     /// (every access touching an element does).
-    fn writer_before(&self, region: &Region) -> Option<&Arc<Task>> {
+    fn writer_before(&self, region: &Region) -> Option<&Arc<W>> {
         self.writer.as_ref().filter(|_| Region::Full.may_overlap(region))
     }
 
@@ -198,7 +228,7 @@ impl EpochQueue {
     }
 
     /// Add an entry, keeping writers before readers.
-    fn push(&mut self, entry: Entry) {
+    fn push(&mut self, entry: Entry<W>) {
         // Drop finished entries before the vector grows, so a long run of
         // accesses that finish promptly keeps the frontier small.
         if self.frontier.len() == self.frontier.capacity() && self.frontier.len() >= 8 {
@@ -219,94 +249,10 @@ impl EpochQueue {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::Domain;
-    use crate::dtype::DType;
-    use crate::handle::Tensor;
-    use crate::layout::Order;
-    use crate::runtime::exec::idle_task as task;
-
-    fn span(i: isize) -> Region {
-        Region::Span { lo: i, hi: i, exact: true }
-    }
-
-    fn same(a: &[Arc<Task>], b: &[&Arc<Task>]) -> bool {
-        a.len() == b.len() && b.iter().all(|x| a.iter().any(|y| Arc::ptr_eq(x, y)))
-    }
-
-    /// Whole-value writers are kept apart from the other entries; every
-    /// access still waits for exactly the earlier accesses it conflicts with.
-    #[test]
-    fn whole_writers_regions_and_barriers_wait_for_exactly_their_conflicts() {
-        let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Domain::Host).unwrap();
-        let mut q = EpochQueue::default();
-        assert!(q.is_idle());
-        let w1 = task(&t);
-        q.enroll(&w1, Mode::Write, &Region::Full, 1, false);
-        let r1 = task(&t); // reads element 0: after w1
-        q.enroll(&r1, Mode::Read, &span(0), 2, false);
-        let x = task(&t); // writes element 1: after w1, beside r1
-        q.enroll(&x, Mode::Update, &span(1), 3, false);
-        let r2 = task(&t); // reads everything: after w1 and x
-        q.enroll(&r2, Mode::Read, &Region::Full, 4, false);
-        let w2 = task(&t); // writes everything: after all of them
-        q.enroll(&w2, Mode::Write, &Region::Full, 5, false);
-        let b = task(&t); // waits on element 0: after w2 only
-        q.enroll_barrier(&b, &span(0));
-        let e = task(&t); // writes no element: waits for nothing
-        q.enroll(&e, Mode::Write, &Region::Empty, 6, false);
-        assert_eq!(q.next_stamp(), 7);
-        assert!(!q.is_idle());
-
-        assert!(w1.release_guard());
-        assert!(e.release_guard());
-        for t in [&r1, &x, &r2, &w2, &b] {
-            assert!(!t.release_guard());
-        }
-        assert!(e.finish().is_empty());
-        assert!(same(&w1.finish(), &[&r1, &x]));
-        assert!(same(&x.finish(), &[&r2]));
-        assert!(r1.finish().is_empty());
-        assert!(!q.is_idle());
-        assert!(same(&r2.finish(), &[&w2]));
-        assert!(same(&w2.finish(), &[&b]));
-        assert!(!q.is_idle());
-        assert!(b.finish().is_empty());
-        assert!(q.is_idle());
-    }
-
-    /// Writers through one region replace each other's entry; a writer that
-    /// covers the one entry there is replaces it too; each still waits for
-    /// the writer before it, and a reader after them for both regions.
-    #[test]
-    fn writers_through_one_region_keep_one_entry() {
-        let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Domain::Host).unwrap();
-        let mut q = EpochQueue::default();
-        let x1 = task(&t);
-        q.enroll(&x1, Mode::Update, &span(0), 1, false);
-        let x2 = task(&t);
-        q.enroll(&x2, Mode::Update, &span(0), 2, false);
-        assert_eq!(q.frontier.len(), 1);
-        let wide = Region::Span { lo: 0, hi: 1, exact: true };
-        let x3 = task(&t); // covers element 0 and 1: after x2
-        q.enroll(&x3, Mode::Write, &wide, 3, false);
-        assert_eq!(q.frontier.len(), 1);
-        let y = task(&t); // element 2: beside all of them
-        q.enroll(&y, Mode::Update, &span(2), 4, false);
-        let r = task(&t); // reads everything: after x3 and y
-        q.enroll(&r, Mode::Read, &Region::Full, 5, false);
-        assert!(x1.release_guard());
-        assert!(y.release_guard());
-        for t in [&x2, &x3, &r] {
-            assert!(!t.release_guard());
-        }
-        assert!(same(&x1.finish(), &[&x2]));
-        assert!(same(&x2.finish(), &[&x3]));
-        assert!(x3.finish().is_empty());
-        assert!(same(&y.finish(), &[&r]));
-        assert!(r.finish().is_empty());
-        assert!(q.is_idle());
+impl<W> EpochQueue<W> {
+    /// How many entries the frontier holds (for tests of its upkeep).
+    #[cfg(test)]
+    pub(crate) fn frontier_len(&self) -> usize {
+        self.frontier.len()
     }
 }

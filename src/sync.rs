@@ -11,6 +11,20 @@
 
 #[cfg(not(loom))]
 pub(crate) use parking_lot::{Condvar, Mutex};
+
+/// Ask for the line at `p` in exclusive state (prefetchw; nothing on other
+/// architectures).
+#[inline(always)]
+pub(crate) fn prefetch_for_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads and writes nothing the program
+    // can observe and never faults, whatever the address.
+    unsafe {
+        std::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 #[cfg(not(loom))]
 pub(crate) mod atomic {
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

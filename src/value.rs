@@ -2,7 +2,7 @@
 //!
 //! A [`Value`] keeps the parts of §2 that belong to the data apart from the
 //! handle: the descriptor (dtype, domain, layout), the owner token (the
-//! [`Storage`] in its [`Contents`]), the epoch token (the [`EpochQueue`] and
+//! [`Storage`] in its [`Contents`]), the epoch token (the [`TaskQueue`] and
 //! the poison state). Handles ([`crate::handle::Tensor`]) and views
 //! ([`crate::view`]) point at a value through counted references
 //! ([`ValueRc`]).
@@ -28,7 +28,7 @@ use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
-use crate::queue::EpochQueue;
+use crate::queue::TaskQueue;
 use crate::region::Region;
 use crate::storage::Storage;
 
@@ -65,7 +65,7 @@ impl Contents {
 
 /// The mutable part of a value, guarded by its lock.
 pub(crate) struct ValueState {
-    pub(crate) queue: EpochQueue,
+    pub(crate) queue: TaskQueue,
     /// The contents as of the last submission; `None` while unconstructed.
     pub(crate) contents: Option<Arc<Contents>>,
     /// Errors of failed writes, each on the region it wrote (see [`Poison`]).
@@ -221,7 +221,7 @@ impl Value {
             flags: if read_only { READ_ONLY } else { 0 } | if fixed { FIXED } else { 0 },
             ..<ValueLock as lock_api::RawMutex>::INIT
         };
-        let state = ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() };
+        let state = ValueState { queue: TaskQueue::default(), contents, poison: ThinVec::new() };
         Arc::new(Value { state: StateMutex::from_raw(word, state) })
     }
 

@@ -59,7 +59,7 @@ pub(crate) fn guard(
 ) -> ta_status {
     let r = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(Error::new(Status::Panic, origin, crate::runtime::exec::panic_message(&p))),
+        Err(p) => Err(Error::new(Status::Panic, origin, crate::runtime::guard::panic_message(&p))),
     };
     match r {
         Ok(()) => TA_STATUS_OK,

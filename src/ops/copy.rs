@@ -1,6 +1,6 @@
 //! Copies: tensor to tensor (any strides), host memory in, host memory out.
 
-use super::elementwise::same_extents;
+use super::checks::same_extents;
 use super::submit::{submit, Submit};
 use super::Body;
 use crate::dispatch::{self, HostBuffer, NativeOp, OpTag};

@@ -9,7 +9,7 @@
 
 use smallvec::SmallVec;
 
-use super::elementwise::same_dtype_and_domain;
+use super::checks::same_dtype_and_domain;
 use super::submit::{submit, Locked, Submit};
 use super::Body;
 use crate::backends::dense;

@@ -6,8 +6,10 @@
 //! the task runs, check poison, resolve views and run the body ([`Operation::execute`]),
 //! and finally poison or clean what it wrote ([`Operation::commit`]).
 
+mod checks;
 mod copy;
 mod elementwise;
+mod host_access;
 mod kernel;
 mod linalg;
 mod name;
@@ -20,13 +22,15 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, NativeOp, RunCtx};
+use crate::dispatch::{self, Candidates, NativeOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::handle::{Repr, Tensor};
 use crate::layout::Layout;
 use crate::queue::Mode;
+use crate::runtime::body::TaskBody;
+use crate::runtime::run_ctx::RunCtx;
 use crate::value::Value;
 
 pub use copy::{copy, copy_in, copy_out};
@@ -157,7 +161,7 @@ pub(crate) enum Body {
     Kernel(KernelFn),
     /// An operation whose body runs elsewhere (host access, external work):
     /// once granted, its task parks in this token until it is finished.
-    External(Arc<crate::runtime::deferred::TokenInner>),
+    External(Arc<crate::runtime::token::TokenInner>),
 }
 
 /// A submitted operation: its name (the origin of any error it starts), its
@@ -240,7 +244,7 @@ impl Operation {
     }
 
     /// The token of an operation whose body runs elsewhere.
-    pub(crate) fn external(&self) -> Option<&Arc<crate::runtime::deferred::TokenInner>> {
+    pub(crate) fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
         match &self.body {
             Body::External(t) => Some(t),
             _ => None,
@@ -250,12 +254,12 @@ impl Operation {
     /// The views of the granted accesses, copied, and what keeps their
     /// storage alive (counted handles of the operands, and for whole values
     /// the contents they were enrolled with), for a task about to park.
-    pub(crate) fn granted(&self) -> (Vec<crate::runtime::deferred::GrantedView>, Vec<crate::runtime::deferred::Keep>) {
+    pub(crate) fn granted(&self) -> (Vec<crate::runtime::token::GrantedView>, Vec<crate::runtime::token::Keep>) {
         let mut views = Vec::with_capacity(self.accesses.len());
         let mut keep = Vec::with_capacity(self.accesses.len());
         for a in &self.accesses {
             let v = a.view();
-            views.push(crate::runtime::deferred::GrantedView {
+            views.push(crate::runtime::token::GrantedView {
                 ptr: v.ptr,
                 dtype: v.dtype,
                 extents: v.extents.iter().copied().collect(),
@@ -279,5 +283,30 @@ impl Operation {
     /// Whether the operation accesses `value`.
     pub(crate) fn holds(&self, value: &Arc<Value>) -> bool {
         self.accesses.iter().any(|a| a.tensor.hazards().any(|(v, _)| Arc::ptr_eq(v, value)))
+    }
+}
+
+/// The runtime runs an operation through this (it knows no operation type).
+impl TaskBody for Operation {
+    fn origin(&self) -> std::borrow::Cow<'static, str> {
+        self.name.to_origin()
+    }
+    fn execute(&mut self, cx: &mut RunCtx) -> Result<()> {
+        Operation::execute(self, cx)
+    }
+    fn commit(&self, result: &Result<()>) {
+        Operation::commit(self, result)
+    }
+    fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
+        Operation::external(self)
+    }
+    fn poisoned_input(&self) -> Option<Error> {
+        Operation::poisoned_input(self)
+    }
+    fn granted(&self) -> (Vec<crate::runtime::token::GrantedView>, Vec<crate::runtime::token::Keep>) {
+        Operation::granted(self)
+    }
+    fn holds(&self, value: &Arc<Value>) -> bool {
+        Operation::holds(self, value)
     }
 }

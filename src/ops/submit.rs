@@ -17,8 +17,10 @@ use crate::first_and_rest::FirstAndRest;
 use crate::queue::Mode;
 use crate::runtime::cq::CompletionQueue;
 use crate::runtime::event::{Callback, Event};
-use crate::runtime::exec::{self, Completion, Work};
-use crate::runtime::{Runtime, Task};
+use crate::runtime::exec;
+use crate::runtime::handle::Runtime;
+use crate::runtime::task::Task;
+use crate::runtime::work::{Completion, Work};
 use std::sync::Arc;
 
 use crate::handle::Tensor;
@@ -175,8 +177,7 @@ impl Locked<'_> {
 /// against the submission-time state and may construct outputs. On any error
 /// nothing is enrolled.
 // Inlined into each operation's one call: the instantiation is per operation
-// anyway, and a call left out of line costs about 20 instructions per
-// submission (callgrind, ta_kernel_submit 1715 -> 1693).
+// anyway, and the call out of line costs instructions on every submission.
 #[inline(always)]
 pub(crate) fn submit(
     name: impl Into<super::OpName>,
@@ -308,7 +309,7 @@ fn enroll(
     let device = op.device();
     rt.inner().admit(origin)?;
     #[allow(unused_mut)]
-    let mut task = Task::new_in(memory, Some(rt.inner()), Work::op(op, completion), device);
+    let mut task = Task::new_in(memory, Some(rt.inner().task_ref()), Work::op(op, completion), device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
@@ -353,7 +354,9 @@ fn enroll(
     if let Some((_, old)) = locked.retired.take() {
         work.keep_alive(old);
     }
-    for (i, a) in work.accesses_mut().iter_mut().enumerate() {
+    // SAFETY: the work was made from an `Operation` just above.
+    let op = unsafe { work.op_mut::<Operation>() };
+    for (i, a) in op.accesses.iter_mut().enumerate() {
         // The operand's handle and `a.tensor` share the view, so the
         // geometry stays valid for as long as the access holds it.
         let t = operands[i].0;
@@ -370,7 +373,7 @@ fn enroll(
     // One stamp for the whole operation, later than anything enrolled on any
     // of its queues: stamps of conflicting operations follow their order.
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
-    work.set_stamp(stamp);
+    op.stamp = stamp;
     let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;

@@ -73,7 +73,7 @@ impl CompletionQueue {
         let n = max.min(q.len());
         if n == 0 {
             // The caller waits for completions (see `runtime::poke`).
-            super::poke();
+            super::poke::poke();
         }
         let out: Vec<_> = q.drain(..n).collect();
         if n > 0 && q.is_empty() {

@@ -1,173 +1,27 @@
-//! Operations that complete later (SPEC §2.8): deferred completion of a user
-//! kernel, operations whose body the caller runs itself, and host access.
-//!
-//! Such an operation is an ordinary task on the epoch queues. When its
-//! accesses are granted its body does not complete it: the task *parks* in a
-//! [`TokenInner`], unfinished (so every later conflicting access still waits
-//! for it) but occupying no worker, until the token is finished from any
-//! thread, which concludes the task as a running task would have. The token
-//! keeps counted handles of the operands (and the contents they were granted
-//! with), so the storage outlives the operation even when shutdown with
-//! cancel completes it before its token is finished: external work may still
-//! be writing into it.
+//! Finishing operations that complete later (SPEC §2.8): a token's finish
+//! concludes its parked task (see `token`) as a running task would have,
+//! and a shutdown with cancel completes every parked token as cancelled.
 
-use std::sync::{Arc, OnceLock, Weak};
-
-use parking_lot::Mutex;
-use smallvec::SmallVec;
+use std::sync::{Arc, Weak};
 
 use super::event::Event;
 use super::exec;
+use super::pool::RuntimeInner;
 use super::task::{ReadyList, Task};
-use super::RuntimeInner;
-use crate::domain::Domain;
-use crate::dtype::DType;
+pub(crate) use super::token::{Finish, Finished, GrantedView, TokenInner};
 use crate::error::{Error, Result, Status};
-use crate::queue::Mode;
 
-/// How a parked operation ends.
-#[derive(Clone, Debug)]
-pub(crate) enum Finish {
-    /// It succeeded: commit as a success (an overwrite cleans what it covers).
-    Ok,
-    /// It failed: outputs are poisoned with `KernelFailed` (code `status`),
-    /// or with `Cancelled` if `status` is `Cancelled`.
-    Fail { status: u32, message: Option<String> },
-    /// Nothing was done (a host access that was given up before it was
-    /// granted): release the accesses, commit nothing.
-    Abandon,
-}
-
-/// One granted access, with its geometry copied out of the operation.
-#[derive(Clone, Debug)]
-pub struct GrantedView {
-    /// Address of element `[0, 0, ...]`.
-    pub ptr: *mut u8,
-    pub dtype: DType,
-    pub extents: SmallVec<[usize; 4]>,
-    /// Strides in elements.
-    pub strides: SmallVec<[isize; 4]>,
-    pub mode: Mode,
-    pub domain: Domain,
-    pub conj: bool,
-}
-
-// SAFETY: the pointer is only handed to the token's holder, who may use it
-// from any thread while the access is held (that is the point of a token).
-unsafe impl Send for GrantedView {}
-unsafe impl Sync for GrantedView {}
-
-/// What keeps an operand's storage alive while a token lives.
-pub(crate) type Keep = (crate::handle::Tensor, Option<Arc<crate::value::Contents>>);
-
-enum State {
-    /// The accesses are not granted yet; `early` is a finish that came first.
-    Unstarted { early: Option<Finish> },
-    /// Granted: the task waits here, unfinished, for its finish.
-    Parked(Arc<Task>),
-    /// Completed: finished, failed before its body started (`failure`), or
-    /// completed as cancelled by a shutdown (`cancelled`).
-    Done { cancelled: bool, failure: Option<Error> },
-}
-
-/// The shared state of one deferred or external operation.
-pub(crate) struct TokenInner {
-    state: Mutex<State>,
-    /// Completes when the accesses are granted (or the operation failed or
-    /// was cancelled before that).
-    started: Event,
-    /// The granted views, set before `started` completes with success.
-    views: OnceLock<Vec<GrantedView>>,
-    /// Operand handles and contents, taken when granted, dropped with the token.
-    keep: Mutex<Vec<Keep>>,
-}
-
-/// What finishing a token found.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Finished {
-    /// The finish took effect (now, or when the accesses are granted).
-    Now,
-    /// The operation had failed before it started (its inputs were
-    /// poisoned): it is complete already, nothing else to do.
-    FailedBefore,
-    /// A shutdown with cancel completed the operation as cancelled already.
-    Cancelled,
-    /// Finished before (only reachable from Rust through a second handle).
-    Twice,
-}
-
-impl TokenInner {
-    pub(crate) fn new() -> Arc<TokenInner> {
-        Arc::new(TokenInner {
-            state: Mutex::new(State::Unstarted { early: None }),
-            started: Event::new(),
-            views: OnceLock::new(),
-            keep: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// The event that completes when the accesses are granted.
-    pub(crate) fn started(&self) -> &Event {
-        &self.started
-    }
-
-    /// The granted views: `Err(Pending)` before they are granted, the
-    /// failure if the operation failed or was cancelled before that.
-    pub(crate) fn views(&self, origin: &'static str) -> Result<&[GrantedView]> {
-        if let Some(v) = self.views.get() {
-            return Ok(v);
+/// Finish the operation of `token` with `f` (see [`Finished`]). Never
+/// blocks: a finish before the grant takes effect when the accesses are
+/// granted.
+pub(crate) fn finish(token: &TokenInner, f: Finish) -> Finished {
+    match token.take_for_finish(f) {
+        Ok((task, f)) => {
+            let task = task.downcast::<Task>().expect("a token parks a task");
+            schedule_all(exec::conclude_parked(&task, f));
+            Finished::Now
         }
-        match &*self.state.lock() {
-            State::Done { failure: Some(e), .. } => Err(e.clone()),
-            State::Done { cancelled: true, .. } => Err(Error::new(
-                Status::Cancelled,
-                origin,
-                "the operation was cancelled before its accesses were granted",
-            )),
-            _ => Err(Error::new(Status::Pending, origin, "the accesses are not granted yet")),
-        }
-    }
-
-    /// Whether the accesses have been granted.
-    pub(crate) fn is_granted(&self) -> bool {
-        self.views.get().is_some()
-    }
-
-    /// Finish the operation with `f` (see [`Finished`]). Never blocks: a
-    /// finish before the grant takes effect when the accesses are granted.
-    pub(crate) fn finish(&self, f: Finish) -> Finished {
-        let task = {
-            let mut s = self.state.lock();
-            match &mut *s {
-                State::Unstarted { early } => {
-                    if early.is_some() {
-                        return Finished::Twice;
-                    }
-                    *early = Some(f);
-                    return Finished::Now;
-                }
-                State::Done { cancelled: true, .. } => return Finished::Cancelled,
-                State::Done { failure: Some(_), .. } => return Finished::FailedBefore,
-                State::Done { .. } => return Finished::Twice,
-                State::Parked(_) => {
-                    let State::Parked(task) =
-                        std::mem::replace(&mut *s, State::Done { cancelled: false, failure: None })
-                    else {
-                        unreachable!("matched above")
-                    };
-                    task
-                }
-            }
-        };
-        schedule_all(exec::conclude_parked(&task, f));
-        Finished::Now
-    }
-
-    /// The operation's task ran while the runtime was cancelling, or found
-    /// a poisoned input, before its body started: it is concluded already.
-    pub(crate) fn failed_before_start(&self, e: &Error, cancelled: bool) {
-        *self.state.lock() = State::Done { cancelled, failure: (!cancelled).then(|| e.clone()) };
-        self.started.complete(&Err(e.clone()));
+        Err(found) => found,
     }
 }
 
@@ -178,87 +32,14 @@ fn schedule_all(ready: ReadyList) {
     }
 }
 
-/// Park `task`, whose accesses are granted, in `token`; `views` and `keep`
-/// were taken from its operation. Returns what became ready (if a finish
-/// came first, or the runtime is cancelling, the task concludes at once).
-///
-/// Called by the thread that runs the task, which must not touch the task's
-/// work afterwards (the finishing thread concludes it).
-pub(crate) fn park(task: &Arc<Task>, token: &Arc<TokenInner>, views: Vec<GrantedView>, keep: Vec<Keep>) -> ReadyList {
-    *token.keep.lock() = keep;
-    let _ = token.views.set(views);
-    let mut s = token.state.lock();
-    let early = match &mut *s {
-        State::Unstarted { early } => early.take(),
-        // Unreachable: a token is parked once, by the task that runs it.
-        _ => return ReadyList::new(),
-    };
-    let f = match early {
-        Some(f) => Some(f),
-        None => {
-            let rt = task.runtime().expect("a parked task has a runtime");
-            if register(rt, token) {
-                *s = State::Parked(task.clone());
-                None
-            } else {
-                Some(Finish::Fail { status: Status::Cancelled as u32, message: None })
-            }
-        }
-    };
-    let cancelled = matches!(&f, Some(Finish::Fail { status, .. }) if *status == Status::Cancelled as u32);
-    if f.is_some() {
-        *s = State::Done { cancelled, failure: None };
-    }
-    drop(s);
-    if cancelled {
-        token.started.complete(&Err(Error::new(
-            Status::Cancelled,
-            "deferred",
-            "the runtime was shut down with cancel before the operation started",
-        )));
-    } else {
-        token.started.complete(&Ok(()));
-    }
-    match f {
-        Some(f) => exec::conclude_parked(task, f),
-        None => ReadyList::new(),
-    }
-}
-
-/// Record `token` as parked on `rt`, unless `rt` is cancelling (false then).
-fn register(rt: &RuntimeInner, token: &Arc<TokenInner>) -> bool {
-    let mut p = rt.parked.lock();
-    // Under the registry's lock: a cancel sets the state before it sweeps
-    // the registry under this lock, so a token is either swept or refused.
-    if rt.cancelled() {
-        return false;
-    }
-    if p.len() >= 16 && p.len().is_power_of_two() {
-        // Tokens that are gone (finished and freed). (No token's lock is
-        // taken here: a parking thread holds its own while it waits for
-        // this one.)
-        p.retain(|w| w.strong_count() > 0);
-    }
-    p.push(Arc::downgrade(token));
-    true
-}
-
 /// Complete every token parked on `rt` as cancelled (its state is already
 /// cancelling). Their storage stays alive until each token is finished.
 pub(crate) fn cancel_parked(rt: &RuntimeInner) {
     let parked: Vec<Weak<TokenInner>> = std::mem::take(&mut *rt.parked.lock());
     for w in parked {
         let Some(token) = w.upgrade() else { continue };
-        let task = {
-            let mut s = token.state.lock();
-            if !matches!(&*s, State::Parked(_)) {
-                continue;
-            }
-            let State::Parked(task) = std::mem::replace(&mut *s, State::Done { cancelled: true, failure: None }) else {
-                unreachable!("matched above")
-            };
-            task
-        };
+        let Some(task) = token.take_for_cancel() else { continue };
+        let task = task.downcast::<Task>().expect("a token parks a task");
         schedule_all(exec::conclude_parked(
             &task,
             Finish::Fail {
@@ -316,7 +97,7 @@ pub(crate) fn finish_status(
     origin: &'static str,
 ) -> Result<()> {
     let f = if status == Status::Ok as u32 { Finish::Ok } else { Finish::Fail { status, message } };
-    match token.finish(f) {
+    match finish(token, f) {
         Finished::Now | Finished::FailedBefore => Ok(()),
         Finished::Cancelled => Err(Error::new(
             Status::AlreadyFinished,
@@ -330,10 +111,13 @@ pub(crate) fn finish_status(
 impl Drop for Token {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            let _ = inner.finish(Finish::Fail {
-                status: Status::Cancelled as u32,
-                message: Some("the token was dropped without being finished".into()),
-            });
+            let _ = finish(
+                &inner,
+                Finish::Fail {
+                    status: Status::Cancelled as u32,
+                    message: Some("the token was dropped without being finished".into()),
+                },
+            );
         }
     }
 }
@@ -356,6 +140,10 @@ pub struct HostAccess {
 }
 
 impl HostAccess {
+    pub(crate) fn new(token: Arc<TokenInner>) -> HostAccess {
+        HostAccess { token, seen: std::sync::atomic::AtomicBool::new(false) }
+    }
+
     /// Completes when the access is granted, or with the error it failed with.
     pub fn ready(&self) -> &Event {
         self.token.started()
@@ -384,57 +172,6 @@ impl std::fmt::Debug for HostAccess {
 impl Drop for HostAccess {
     fn drop(&mut self) {
         let f = if self.seen.load(std::sync::atomic::Ordering::Relaxed) { Finish::Ok } else { Finish::Abandon };
-        let _ = self.token.finish(f);
-    }
-}
-
-impl crate::handle::Tensor {
-    /// Acquire a host access in `mode` and wait up to `timeout` (`None`:
-    /// forever) until it is granted. A read waits for earlier writers, a
-    /// write or update for every earlier access. A read or update of a
-    /// poisoned tensor fails with its error; a write is a pure overwrite.
-    /// On timeout the access is released as soon as it is granted. From a
-    /// task that accesses this tensor it fails with `WouldDeadlock`.
-    pub fn acquire(&self, mode: Mode, timeout: Option<std::time::Duration>) -> Result<HostAccess> {
-        self.acquire_in("ta_tensor_acquire", mode, timeout)
-    }
-
-    pub(crate) fn acquire_in(
-        &self,
-        origin: &'static str,
-        mode: Mode,
-        timeout: Option<std::time::Duration>,
-    ) -> Result<HostAccess> {
-        if self.hazards().any(|(v, _)| exec::current_task_holds(v)) {
-            return Err(Error::new(
-                Status::WouldDeadlock,
-                origin,
-                "a task cannot wait for a host access to a tensor it is accessing: the access needs the task itself to finish",
-            ));
-        }
-        let access = self.acquire_async_in(origin, mode)?;
-        match access.ready().wait(timeout) {
-            Ok(()) => Ok(access),
-            Err(e) if e.status() == Status::Timeout => {
-                drop(access);
-                Err(Error::new(Status::Timeout, origin, "the access was not granted in time"))
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Enroll a host access in `mode` without waiting; see [`HostAccess::ready`].
-    pub fn acquire_async(&self, mode: Mode) -> Result<HostAccess> {
-        self.acquire_async_in("ta_tensor_acquire_async", mode)
-    }
-
-    pub(crate) fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
-        let (token, _) = crate::ops::external_inner(
-            crate::ops::OpName::Static(origin),
-            origin,
-            &[(self, mode)],
-            Default::default(),
-        )?;
-        Ok(HostAccess { token, seen: std::sync::atomic::AtomicBool::new(false) })
+        let _ = finish(&self.token, f);
     }
 }

@@ -2,20 +2,20 @@
 //! polling, by waiting with a timeout, or by callbacks that fire exactly once,
 //! never while the library holds a lock.
 
+use std::any::Any;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use super::exec;
-use super::task::Task;
-use crate::error::{Error, Result, Status};
+use super::guard::call_guarded;
+use super::poke::poke;
+use crate::error::Result;
 use crate::sync::{Condvar, Mutex};
 
 /// Called once with the operation's outcome.
 pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
 
-enum State {
+pub(crate) enum State {
     Pending(SmallVec<[Callback; 1]>),
     /// The outcome is known. Callbacks attached before it may still be
     /// running: the event is marked complete before they are called, so that
@@ -23,16 +23,17 @@ enum State {
     Done(Result<()>),
 }
 
-struct Inner {
-    state: Mutex<State>,
-    cv: Condvar,
-    /// The task this event completes, for refusing waits that cannot finish.
-    task: Mutex<Weak<Task>>,
+pub(crate) struct Inner {
+    pub(crate) state: Mutex<State>,
+    pub(crate) cv: Condvar,
+    /// The task this event completes, for refusing waits that cannot finish
+    /// (a `Task`, named only where waits are: the task holds its event).
+    pub(crate) task: Mutex<Option<Weak<dyn Any + Send + Sync>>>,
 }
 
 /// The completion of one submitted operation. Cloning shares the event.
 #[derive(Clone)]
-pub struct Event(Arc<Inner>);
+pub struct Event(pub(crate) Arc<Inner>);
 
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,19 +56,20 @@ impl Event {
         Event(Arc::new(Inner {
             state: Mutex::new(State::Pending(SmallVec::new())),
             cv: Condvar::new(),
-            task: Mutex::new(Weak::new()),
+            task: Mutex::new(None),
         }))
     }
 
-    pub(crate) fn bind(&self, task: &Arc<Task>) {
-        *self.0.task.lock() = Arc::downgrade(task);
+    pub(crate) fn bind<T: Any + Send + Sync>(&self, task: &Arc<T>) {
+        let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(task) as Weak<dyn Any + Send + Sync>;
+        *self.0.task.lock() = Some(weak);
     }
 
     /// Record the outcome, wake the waiters, then fire the callbacks
     /// attached so far (outside the lock).
     pub(crate) fn complete(&self, result: &Result<()>) {
         for cb in self.mark_complete(result) {
-            exec::call_guarded(|| cb(result));
+            call_guarded(|| cb(result));
         }
     }
 
@@ -95,7 +97,7 @@ impl Event {
     pub fn poll(&self) -> Option<Result<()>> {
         match &*self.0.state.lock() {
             State::Pending(_) => {
-                super::poke();
+                poke();
                 None
             }
             State::Done(r) => Some(r.clone()),
@@ -120,40 +122,7 @@ impl Event {
                 State::Done(r) => (r.clone(), cb),
             }
         };
-        exec::call_guarded(|| (done.1)(&done.0));
-    }
-
-    /// Wait for completion and return the outcome; `None` waits forever. On
-    /// timeout the error has status `Timeout`. Waiting, from inside a task, on an
-    /// operation that waits for that task fails with `WouldDeadlock`.
-    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        if let Some(r) = self.poll() {
-            return r;
-        }
-        if let Some(task) = self.0.task.lock().upgrade() {
-            if exec::current_task_reaches(&task) {
-                return Err(Error::new(
-                    Status::WouldDeadlock,
-                    "event_wait",
-                    "the awaited operation waits for the task that is waiting on it",
-                ));
-            }
-        }
-        super::poke();
-        let done = super::block_until(
-            || self.is_complete(),
-            |slice| {
-                let mut s = self.0.state.lock();
-                if !matches!(&*s, State::Done(_)) {
-                    self.0.cv.wait_for(&mut s, slice);
-                }
-            },
-            timeout,
-        );
-        if !done {
-            return Err(Error::new(Status::Timeout, "event_wait", "the operation did not complete in time"));
-        }
-        self.poll().expect("event is complete")
+        call_guarded(|| (done.1)(&done.0));
     }
 
     /// Whether two handles refer to the same event.

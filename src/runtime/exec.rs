@@ -11,203 +11,25 @@
 //! that this task released never reports its completion before it, and a
 //! runtime drains only after every callback has fired.
 
-use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::cq::{CompletionEntry, CompletionQueue};
-use super::event::{Callback, Event};
-use super::task::Task;
-use crate::dispatch::{Issued, RunCtx};
+use super::event::Event;
+use super::guard::panic_message;
+use super::pool::RuntimeInner;
+use super::run_ctx::RunCtx;
+use super::running::RunningGuard;
+use super::task::{ReadyList, Task};
+use super::token::{self, Finish, GrantedView, Keep, TokenInner};
+use super::work::{Completion, Job, Parked, Released, Work};
 use crate::error::{Error, Result, Status};
-use crate::ops::Operation;
 use crate::region::Region;
-use crate::value::{settled_state, Contents, Value, ValueRc};
-
-/// How a task reports its outcome, and what it keeps alive until then
-/// (boxed in the task only when needed, so a plain pending task stays small).
-#[derive(Default)]
-pub(crate) struct Completion {
-    pub(crate) event: Option<Event>,
-    pub(crate) callback: Option<Callback>,
-    pub(crate) cq: Option<(CompletionQueue, u64)>,
-    /// Contents this task replaced: earlier accesses still point into them.
-    pub(crate) keep_alive: Option<Arc<Contents>>,
-}
-
-impl Completion {
-    /// `None` when there is nothing to notify or keep.
-    #[inline]
-    pub(crate) fn boxed(self) -> Option<Box<Completion>> {
-        let needed = self.event.is_some() || self.callback.is_some() || self.cq.is_some() || self.keep_alive.is_some();
-        if !needed {
-            // Every field is `None`: nothing to drop (skips the drop glue).
-            std::mem::forget(self);
-            return None;
-        }
-        Some(Box::new(self))
-    }
-
-    /// Event first (marked complete), then callback, then completion entry,
-    /// then the event's own callbacks: whatever a notification observes, the
-    /// event already reports the outcome.
-    fn fire(self, result: &Result<()>) {
-        let attached = self.event.as_ref().map(|e| e.mark_complete(result));
-        if let Some(cb) = self.callback {
-            call_guarded(|| cb(result));
-        }
-        if let Some((q, tag)) = self.cq {
-            q.push(CompletionEntry { tag, result: result.clone() });
-        }
-        for cb in attached.into_iter().flatten() {
-            call_guarded(|| cb(result));
-        }
-    }
-}
-
-pub(crate) enum Job {
-    Op(Operation),
-    /// A wait on a value: completes once everything enrolled before it has.
-    Barrier(ValueRc, Region),
-    /// Holds a released value or view until everything enrolled before it
-    /// has finished (see [`crate::runtime::release_value`]); only its drop
-    /// matters.
-    Release(#[allow(dead_code)] Released),
-}
-
-/// A device task between issue and finish: what its finish needs.
-pub(crate) struct Parked {
-    job: Job,
-    completion: Option<Box<Completion>>,
-    /// The outcome so far: the issue's, then the device's.
-    result: Result<()>,
-    /// Host work for after the device work, and what must live until then.
-    tail: Option<Issued>,
-}
-
-impl Parked {
-    /// Record a failure (the first one wins).
-    pub(crate) fn fail(&mut self, e: Error) {
-        if self.result.is_ok() {
-            self.result = Err(e);
-        }
-    }
-}
-
-/// What a task does and how it reports.
-pub(crate) struct Work {
-    job: Job,
-    completion: Option<Box<Completion>>,
-}
-
-impl Work {
-    // Inlined so that the operation is built where the work holds it (out
-    // of line, the 192-byte operation was copied once more per submission).
-    #[inline(always)]
-    pub(crate) fn op(op: Operation, completion: Completion) -> Work {
-        // Box first: `op` then moves once, straight into place.
-        let completion = completion.boxed();
-        Work { job: Job::Op(op), completion }
-    }
-
-    pub(crate) fn set_stamp(&mut self, stamp: u64) {
-        if let Job::Op(op) = &mut self.job {
-            op.stamp = stamp;
-        }
-    }
-
-    /// Keep `c` alive until this task has run (see `Completion::keep_alive`).
-    pub(crate) fn keep_alive(&mut self, c: Arc<Contents>) {
-        self.completion.get_or_insert_with(Default::default).keep_alive = Some(c);
-    }
-
-    /// The operation, unless this is a barrier or a release.
-    pub(crate) fn operation(&self) -> Option<&Operation> {
-        match &self.job {
-            Job::Op(op) => Some(op),
-            Job::Barrier(..) | Job::Release(_) => None,
-        }
-    }
-
-    pub(crate) fn accesses_mut(&mut self) -> &mut [crate::ops::Access] {
-        match &mut self.job {
-            Job::Op(op) => &mut op.accesses,
-            Job::Barrier(..) | Job::Release(_) => &mut [],
-        }
-    }
-}
-
-/// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
-pub(crate) fn barrier(value: ValueRc, region: Region, event: Event) -> Arc<Task> {
-    let completion = Completion { event: Some(event), ..Default::default() }.boxed();
-    Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
-}
-
-/// The last count of a value or of a view, kept by a release task.
-pub(crate) enum Released {
-    Value(#[allow(dead_code)] ValueRc),
-    View(#[allow(dead_code)] Arc<crate::view::View>),
-}
-
-/// A release task for `value` (see [`crate::runtime::release_value`]); it
-/// runs inline wherever it becomes ready.
-pub(crate) fn release(value: Released) -> Arc<Task> {
-    Task::new(None, Work { job: Job::Release(value), completion: None }, None)
-}
-
-/// A task that runs nothing (a release task holding a count of `t`'s
-/// value), for tests of the task graph and of task memory.
-#[cfg(test)]
-pub(crate) fn idle_task(t: &crate::handle::Tensor) -> Arc<Task> {
-    release(Released::Value(crate::value::ValueRc::new(t.root().clone())))
-}
-
-thread_local! {
-    /// Tasks running on this thread, innermost last (a waiting task may help
-    /// run others). The pointers are valid while their entries exist: each is
-    /// pushed by `RunningGuard::push` from a frame that holds the task and
-    /// operation, and popped when that guard drops, before they do.
-    static RUNNING: RefCell<Vec<(*const Task, *const Operation)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Pops the RUNNING entry even if the operation panics.
-struct RunningGuard;
-
-impl RunningGuard {
-    fn push(task: &Task, op: &Operation) -> RunningGuard {
-        RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const Operation)));
-        RunningGuard
-    }
-}
-
-impl Drop for RunningGuard {
-    fn drop(&mut self) {
-        RUNNING.with(|r| r.borrow_mut().pop());
-    }
-}
-
-/// Whether a task running on this thread accesses `value`.
-pub(crate) fn current_task_holds(value: &Arc<Value>) -> bool {
-    RUNNING.with(|r| {
-        r.borrow().iter().any(|(_, op)| {
-            // SAFETY: entries point at operations on this thread's stack,
-            // popped (by RunningGuard) before those operations are dropped.
-            unsafe { (**op).holds(value) }
-        })
-    })
-}
-
-/// Whether `target` waits (transitively) for a task running on this thread.
-pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
-    let running: Vec<*const Task> = RUNNING.with(|r| r.borrow().iter().map(|(t, _)| *t).collect());
-    // SAFETY: see RUNNING; the entries outlive this call, which runs inside them.
-    running.iter().any(|&t| unsafe { (*t).reaches(target) })
-}
+use crate::value::{settled_state, ValueRc};
 
 /// Queue a ready task: barriers run at once in the calling thread, operations
 /// go to their runtime's workers.
 pub(crate) fn schedule(task: Arc<Task>) {
-    match task.runtime().map(|rt| rt as *const super::RuntimeInner) {
+    match task.runtime().map(|rt| rt as *const RuntimeInner) {
         None => run(task),
         // SAFETY: a ready task is admitted and unfinished, so its runtime is
         // alive (see `Task::runtime`); the pointer only decouples the borrow.
@@ -234,7 +56,7 @@ pub(crate) fn run(task: Arc<Task>) {
     }
 }
 
-fn execute(task: &Arc<Task>) -> super::task::ReadyList {
+fn execute(task: &Arc<Task>) -> ReadyList {
     if task.is_device() {
         if let Some(parked) = task.unpark() {
             return finish_device(task, parked);
@@ -256,12 +78,13 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     let result = match &mut work.job {
         Job::Barrier(v, region) => settled_state(v.arc(), region, "tensor_wait"),
         Job::Release(_) => Ok(()),
-        Job::Op(op) => {
+        Job::Op(body) => {
+            let op = body.get_mut();
             if task.runtime().is_some_and(|rt| rt.cancelled()) {
                 failed_external = op.external().cloned();
                 Err(Error::new(
                     Status::Cancelled,
-                    op.name.to_origin(),
+                    op.origin(),
                     "the runtime was shut down with cancel before the operation ran",
                 ))
             } else if let Some(token) = op.external() {
@@ -278,14 +101,14 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                         if let Some(t) = task.trace() {
                             t.parked();
                         }
-                        return super::deferred::park(task, &token, views, keep);
+                        return park(task, &token, views, keep);
                     }
                 }
             } else {
                 let _running = RunningGuard::push(task, op);
                 let r = match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
-                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                    Err(p) => Err(Error::new(Status::Panic, op.origin(), panic_message(&p))),
                 };
                 if let Some(token) = cx.deferred.take() {
                     // The kernel deferred its completion (its result is
@@ -296,7 +119,7 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
                     if let Some(t) = task.trace() {
                         t.parked();
                     }
-                    return super::deferred::park(task, &token, views, keep);
+                    return park(task, &token, views, keep);
                 }
                 r
             }
@@ -316,18 +139,27 @@ fn execute(task: &Arc<Task>) -> super::task::ReadyList {
     conclude(task, slot, result, true)
 }
 
-/// Conclude a task parked by [`super::deferred::park`] with `f`.
+/// Park `task` in `token` (see [`token::park`]), registered with its
+/// runtime; what became ready if it concluded at once instead.
+fn park(task: &Arc<Task>, token: &Arc<TokenInner>, views: Vec<GrantedView>, keep: Vec<Keep>) -> ReadyList {
+    let rt = task.runtime().expect("a parked task has a runtime");
+    match token::park(task, token, views, keep, |t| token::register(&rt.parked, || rt.cancelled(), t)) {
+        Some(f) => conclude_parked(task, f),
+        None => ReadyList::new(),
+    }
+}
+
+/// Conclude a task parked by [`token::park`] with `f`.
 ///
 /// Only the thread that took the task out of its token's parked state (or
 /// the parking thread, for a finish that came first) calls this, once.
-pub(crate) fn conclude_parked(task: &Arc<Task>, f: super::deferred::Finish) -> super::task::ReadyList {
-    use super::deferred::Finish;
+pub(crate) fn conclude_parked(task: &Arc<Task>, f: Finish) -> ReadyList {
     // SAFETY: the task is parked: its runner returned without concluding it,
     // and the caller is the one thread that concludes it (see above); the
     // token's lock orders the runner's last writes before this.
     let slot = unsafe { task.running_work() };
     let origin = match slot.as_ref().map(|w| &w.job) {
-        Some(Job::Op(op)) => op.name.to_origin(),
+        Some(Job::Op(op)) => op.get().origin(),
         _ => "deferred".into(),
     };
     let (result, commit) = match f {
@@ -353,13 +185,13 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: super::deferred::Finish) -> s
 /// the operands, retire. `slot` is the task's work (see `Task::running_work`).
 /// Without `commit`, nothing is recorded in the values (an abandoned host
 /// access: nothing was written).
-fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commit: bool) -> super::task::ReadyList {
+fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commit: bool) -> ReadyList {
     let work = slot.as_mut().expect("present until concluded");
     let completion = work.completion.take();
     match &work.job {
         Job::Op(op) => {
             if commit {
-                op.commit(&result)
+                op.get().commit(&result)
             }
         }
         // A wait holds its value only to read the outcome: let go of it
@@ -402,7 +234,7 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
             rt.stats.count_failure(&result);
         }
         if let Some(t) = task.trace() {
-            t.concluded(task, &result);
+            t.concluded(&result);
         }
         // Last use of the runtime pointer: see `Task::runtime`.
         rt.retire();
@@ -413,7 +245,7 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
 /// Run the runtime-less tasks (waits and releases) of `ready` here, one
 /// after the other, not nested (their own successors join the list); with
 /// `waits_only`, only the waits.
-fn run_inline(ready: &mut super::task::ReadyList, waits_only: bool) {
+fn run_inline(ready: &mut ReadyList, waits_only: bool) {
     let mut i = 0;
     while i < ready.len() {
         // SAFETY: the tasks of `ready` were made ready by this thread and are
@@ -433,7 +265,7 @@ fn run_inline(ready: &mut super::task::ReadyList, waits_only: bool) {
 /// had none, or it failed). Mark it issued, so same-device successors can
 /// queue theirs behind its marker, and ask the device to signal when the
 /// work is done; the signal only schedules the finish (no worker waits).
-fn issue_device(task: &Arc<Task>, mut parked: Parked) -> super::task::ReadyList {
+fn issue_device(task: &Arc<Task>, mut parked: Parked) -> ReadyList {
     let queued = parked.tail.as_ref().map(|i| (i.device.clone(), i.stream));
     let mut issue = None;
     if let Some((dev, stream)) = &queued {
@@ -484,13 +316,14 @@ fn issue_device(task: &Arc<Task>, mut parked: Parked) -> super::task::ReadyList 
 /// A device task's work is done and every same-device predecessor has
 /// finished: run its host tail, re-check its inputs (a predecessor may have
 /// failed on the device after this task queued its work), and conclude.
-fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
+fn finish_device(task: &Arc<Task>, parked: Parked) -> ReadyList {
     let Parked { job, completion, mut result, mut tail } = parked;
-    if let Job::Op(op) = &job {
+    if let Job::Op(body) = &job {
+        let op = body.get();
         // Device errors name the device layer; the error starts in this operation.
         if let Err(e) = &result {
             if e.origin() == crate::device::ORIGIN {
-                result = Err(e.with_origin(op.name.to_origin()));
+                result = Err(e.with_origin(op.origin()));
             }
         }
         if result.is_ok() {
@@ -502,7 +335,7 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
             if let Some(f) = tail.as_mut().and_then(|t| t.finisher.take()) {
                 result = match catch_unwind(AssertUnwindSafe(f)) {
                     Ok(r) => r,
-                    Err(p) => Err(Error::new(Status::Panic, op.name.to_origin(), panic_message(&p))),
+                    Err(p) => Err(Error::new(Status::Panic, op.origin(), panic_message(&p))),
                 };
             }
         }
@@ -516,20 +349,21 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> super::task::ReadyList {
     conclude(task, slot, result, true)
 }
 
-/// Run a user callback; a panic in it is reported on stderr and goes no further
-/// (it must not take down a worker, and the operation's outcome is already fixed).
-pub(crate) fn call_guarded(f: impl FnOnce()) {
-    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
-        eprintln!("tensorasync: a completion callback {}", panic_message(&p));
-    }
+/// A barrier task for waiting on `value`; it runs inline wherever it becomes ready.
+pub(crate) fn barrier(value: ValueRc, region: Region, event: Event) -> Arc<Task> {
+    let completion = Completion { event: Some(event), ..Default::default() }.boxed();
+    Task::new(None, Work { job: Job::Barrier(value, region), completion }, None)
 }
 
-pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        format!("panicked: {s}")
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        format!("panicked: {s}")
-    } else {
-        "panicked".to_string()
-    }
+/// A release task for `value` (see [`crate::runtime::release_value`]); it
+/// runs inline wherever it becomes ready.
+pub(crate) fn release(value: Released) -> Arc<Task> {
+    Task::new(None, Work { job: Job::Release(value), completion: None }, None)
+}
+
+/// A task that runs nothing (a release task holding a count of `t`'s
+/// value), for tests of the task graph and of task memory.
+#[cfg(test)]
+pub(crate) fn idle_task(t: &crate::handle::Tensor) -> Arc<Task> {
+    release(Released::Value(crate::value::ValueRc::new(t.root().clone())))
 }

@@ -28,9 +28,9 @@ use std::sync::Arc;
 
 use loom::sync::mpsc;
 
+use super::event::Event;
 use super::exec;
 use super::task::Task;
-use super::Event;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::Status;
@@ -42,7 +42,7 @@ use crate::sync::Mutex;
 use crate::value::ValueRc;
 
 /// The value lock with its epoch queue.
-type Queue = Arc<Mutex<EpochQueue>>;
+type Queue = Arc<Mutex<EpochQueue<Task>>>;
 
 /// The order in which tasks were enrolled.
 type Log = Arc<std::sync::Mutex<Vec<usize>>>;

@@ -13,19 +13,19 @@
 //! its capacity of task records; when full, the oldest record is dropped and
 //! counted (the count is written into the trace).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use super::pool::RuntimeInner;
 use super::task::Task;
-use super::RuntimeInner;
-use crate::error::{Result, Status};
+pub(crate) use super::trace::Record;
+use super::trace::{Enrolled, Observer, TaskTrace, TraceBuf};
+use crate::error::Status;
 use crate::queue::Mode;
-use crate::value::Value;
 
 /// Runtimes observed now; zero means no submission attaches anything.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -43,142 +43,6 @@ pub(crate) fn on() -> bool {
     ACTIVE.load(Ordering::Relaxed) != 0
 }
 
-/// What one runtime's observation keeps.
-pub(crate) struct Observer {
-    rt_id: usize,
-    threads: usize,
-    epoch: Instant,
-    next_id: AtomicU64,
-    /// Unfinished observed operations, by id.
-    live: Mutex<BTreeMap<u64, Arc<Task>>>,
-    tensors: Mutex<TensorIds>,
-    /// The trace being recorded, if any.
-    rec: Mutex<Option<TraceBuf>>,
-    /// Pending-work tracking asked for (`ta_runtime_track` or `TA_DUMP_SIGNAL`):
-    /// only then are unfinished operations registered in `live`.
-    track: AtomicBool,
-    /// Where `TA_TRACE` wants this runtime's trace written when it stops.
-    env_path: Mutex<Option<String>>,
-}
-
-#[derive(Default)]
-struct TensorIds {
-    by_addr: HashMap<usize, (u32, Weak<Value>)>,
-    labels: Vec<String>,
-}
-
-struct TraceBuf {
-    capacity: usize,
-    records: VecDeque<Record>,
-    dropped: u64,
-    started_ns: u64,
-}
-
-/// One concluded operation in a trace.
-#[derive(Clone, Debug)]
-pub struct Record {
-    pub id: u64,
-    pub name: Arc<str>,
-    /// Worker index + 1 (0: a thread that is not one of the runtime's workers).
-    pub worker: u32,
-    pub submit_ns: u64,
-    /// When every access was enrolled (a predecessor that finished later
-    /// has an edge; one that finished before may not).
-    pub enrolled_ns: u64,
-    pub start_ns: u64,
-    /// When its accesses were released (successors may start from then).
-    pub finish_ns: u64,
-    pub end_ns: u64,
-    /// Predecessors it waited for: (operation id, tensor id); id 0 is an
-    /// operation submitted before observation began.
-    pub preds: Vec<(u64, u32)>,
-    pub accesses: Vec<(u32, Mode)>,
-    pub status: Status,
-    pub message: String,
-    /// Device work: (device ordinal, stream, queued at, reported done at).
-    pub device: Option<(u32, u32, u64, u64)>,
-    /// When a deferred or external operation left the worker for its token.
-    pub parked_ns: Option<u64>,
-}
-
-/// The observation record attached to one task.
-pub(crate) struct TaskTrace {
-    obs: Arc<Observer>,
-    id: u64,
-    name: Arc<str>,
-    submit_ns: u64,
-    enrolled_ns: AtomicU64,
-    /// The tensor whose queue the task is being enrolled on.
-    current: AtomicU32,
-    enrolled: Mutex<Enrolled>,
-    start_ns: AtomicU64,
-    worker: AtomicU32,
-    finish_ns: AtomicU64,
-    /// Device ordinal << 32 | stream, or `u64::MAX`.
-    device: AtomicU64,
-    issue_ns: AtomicU64,
-    done_ns: AtomicU64,
-    /// When its body was handed to a token (deferred or external work).
-    parked_ns: AtomicU64,
-}
-
-#[derive(Default)]
-struct Enrolled {
-    accesses: Vec<(u32, Mode)>,
-    preds: Vec<(u64, u32)>,
-}
-
-impl Observer {
-    fn new(rt: &RuntimeInner) -> Observer {
-        Observer {
-            rt_id: rt.id(),
-            threads: rt.threads,
-            epoch: Instant::now(),
-            next_id: AtomicU64::new(1),
-            live: Mutex::new(BTreeMap::new()),
-            tensors: Mutex::new(TensorIds::default()),
-            rec: Mutex::new(None),
-            track: AtomicBool::new(false),
-            env_path: Mutex::new(None),
-        }
-    }
-
-    fn now(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
-    }
-
-    fn tensor_id(&self, value: &Arc<Value>) -> u32 {
-        let mut t = self.tensors.lock();
-        let addr = Arc::as_ptr(value) as usize;
-        if let Some((id, w)) = t.by_addr.get(&addr) {
-            if std::ptr::eq(w.as_ptr(), Arc::as_ptr(value)) && w.strong_count() > 0 {
-                return *id;
-            }
-        }
-        let id = t.labels.len() as u32;
-        t.labels.push(format!(
-            "t{id} ({}{})",
-            value.dtype().name(),
-            if value.domain() == crate::domain::Domain::Host {
-                String::new()
-            } else {
-                format!(", {:?}", value.domain())
-            }
-        ));
-        t.by_addr.insert(addr, (id, Arc::downgrade(value)));
-        id
-    }
-
-    fn label(&self, tensor: u32) -> String {
-        self.tensors.lock().labels.get(tensor as usize).cloned().unwrap_or_else(|| format!("t{tensor}"))
-    }
-
-    /// Whether anything keeps this observer registered.
-    fn wanted(&self) -> bool {
-        self.track.load(Ordering::Relaxed) || self.rec.lock().is_some()
-    }
-}
-
 /// The observer of runtime `id`, if it is observed.
 fn find(id: usize) -> Option<Arc<Observer>> {
     OBSERVERS.lock().iter().find(|o| o.rt_id == id).cloned()
@@ -190,7 +54,7 @@ fn find_or_add(rt: &RuntimeInner) -> Arc<Observer> {
     if let Some(o) = all.iter().find(|o| o.rt_id == rt.id()) {
         return o.clone();
     }
-    let o = Arc::new(Observer::new(rt));
+    let o = Arc::new(Observer::new(rt.id(), rt.threads()));
     all.push(o.clone());
     ACTIVE.fetch_add(1, Ordering::SeqCst);
     o
@@ -218,7 +82,7 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
     let id = obs.next_id.fetch_add(1, Ordering::Relaxed);
     let trace = TaskTrace {
         id,
-        name: Arc::from(op.name.to_origin().as_ref()),
+        name: Arc::from(op.origin().as_ref()),
         submit_ns: obs.now(),
         enrolled_ns: AtomicU64::new(0),
         current: AtomicU32::new(u32::MAX),
@@ -234,105 +98,7 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
     };
     Task::set_trace(task, Box::new(trace));
     if task.trace().is_some() && obs.track.load(Ordering::Relaxed) {
-        obs.live.lock().insert(id, task.clone());
-    }
-}
-
-impl TaskTrace {
-    /// The task is about to be enrolled on `value`'s queue for `mode`.
-    pub(crate) fn at_value(&self, value: &Arc<Value>, mode: Mode) {
-        let t = self.obs.tensor_id(value);
-        self.current.store(t, Ordering::Relaxed);
-        self.enrolled.lock().accesses.push((t, mode));
-    }
-
-    /// The task waits for `pred` (on the tensor being enrolled).
-    pub(crate) fn edge_from(&self, pred: &Task) {
-        let p = pred.trace().filter(|p| Arc::ptr_eq(&p.obs, &self.obs)).map_or(0, |p| p.id);
-        let t = self.current.load(Ordering::Relaxed);
-        self.enrolled.lock().preds.push((p, t));
-    }
-
-    /// Every access of the task is enrolled (its edges are all known).
-    pub(crate) fn enrolled(&self) {
-        self.enrolled_ns.store(self.obs.now(), Ordering::Relaxed);
-    }
-
-    pub(crate) fn started(&self) {
-        if self.start_ns.load(Ordering::Relaxed) != 0 {
-            return; // a device task's finish runs through `execute` again
-        }
-        self.start_ns.store(self.obs.now().max(1), Ordering::Relaxed);
-        let w = rayon::current_thread_index().filter(|&i| i < self.obs.threads).map_or(0, |i| i as u32 + 1);
-        self.worker.store(w, Ordering::Relaxed);
-    }
-
-    pub(crate) fn issued(&self, device: u32, stream: u32) {
-        self.device.store((device as u64) << 32 | stream as u64, Ordering::Relaxed);
-        self.issue_ns.store(self.obs.now(), Ordering::Relaxed);
-    }
-
-    /// The task's completion is deferred to a token: it leaves the worker.
-    pub(crate) fn parked(&self) {
-        self.parked_ns.store(self.obs.now(), Ordering::Relaxed);
-    }
-
-    pub(crate) fn device_done(&self) {
-        self.done_ns.store(self.obs.now(), Ordering::Relaxed);
-    }
-
-    /// The task is about to release its accesses: from now on it is not
-    /// pending work (a waiter it releases must not see it listed).
-    pub(crate) fn finishing(&self) {
-        self.finish_ns.store(self.obs.now(), Ordering::Relaxed);
-        let removed = self.obs.live.lock().remove(&self.id);
-        // The registry's count goes outside the lock (the caller holds another).
-        drop(removed);
-    }
-
-    /// The task's completion has been reported: it joins the trace, if one
-    /// is recorded.
-    pub(crate) fn concluded(&self, _task: &Arc<Task>, result: &Result<()>) {
-        let end = self.obs.now();
-        let mut rec = self.obs.rec.lock();
-        if let Some(buf) = rec.as_mut() {
-            let start = self.start_ns.load(Ordering::Relaxed);
-            let finish = self.finish_ns.load(Ordering::Relaxed);
-            let dev = self.device.load(Ordering::Relaxed);
-            let enrolled = self.enrolled.lock();
-            let record = Record {
-                id: self.id,
-                name: self.name.clone(),
-                worker: self.worker.load(Ordering::Relaxed),
-                submit_ns: self.submit_ns,
-                enrolled_ns: self.enrolled_ns.load(Ordering::Relaxed),
-                start_ns: if start == 0 { finish } else { start },
-                finish_ns: finish,
-                end_ns: end,
-                preds: enrolled.preds.clone(),
-                accesses: enrolled.accesses.clone(),
-                status: result.as_ref().err().map_or(Status::Ok, |e| e.status()),
-                message: result.as_ref().err().map_or(String::new(), |e| e.message().to_string()),
-                parked_ns: Some(self.parked_ns.load(Ordering::Relaxed)).filter(|&p| p != 0),
-                device: (dev != u64::MAX).then(|| {
-                    (
-                        (dev >> 32) as u32,
-                        dev as u32,
-                        self.issue_ns.load(Ordering::Relaxed),
-                        self.done_ns.load(Ordering::Relaxed),
-                    )
-                }),
-            };
-            if buf.records.len() >= buf.capacity {
-                buf.records.pop_front();
-                buf.dropped += 1;
-            }
-            if buf.capacity > 0 {
-                buf.records.push_back(record);
-            } else {
-                buf.dropped += 1;
-            }
-        }
+        obs.live.lock().insert(id, task.clone() as Arc<dyn std::any::Any + Send + Sync>);
     }
 }
 
@@ -579,7 +345,7 @@ fn dump_all() -> String {
 }
 
 fn dump_observer(o: &Observer, pending: Option<u64>, format: DumpFormat) -> String {
-    let live: Vec<Arc<Task>> = o.live.lock().values().cloned().collect();
+    let live: Vec<Arc<Task>> = o.live.lock().values().filter_map(|t| t.clone().downcast::<Task>().ok()).collect();
     let now = o.now();
     struct Item {
         id: u64,

@@ -23,11 +23,11 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::exec::{Parked, Work};
-use super::RuntimeInner;
-use crate::device::{Marker, StreamId};
+pub(crate) use super::device_work::Issue;
+use super::trace::TaskTrace;
+use super::work::{Parked, Work};
 use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use crate::sync::Mutex;
+use crate::sync::{prefetch_for_write, Mutex};
 
 /// Room for successors once a task has more than one (see `depend_on`).
 const SPILLED_SUCCESSORS: usize = 8;
@@ -57,16 +57,16 @@ pub(crate) struct Task {
     /// enrolling thread touches it (see [`Task::release_guard`]).
     edges: AtomicU32,
     /// The runtime whose workers run this task; `None` for barriers, which
-    /// run inline wherever they become ready. Not reference-counted: see
-    /// [`Task::runtime`].
-    runtime: Option<NonNull<RuntimeInner>>,
+    /// run inline wherever they become ready. Not reference-counted, and
+    /// typed only above the task (see [`RuntimeRef`]).
+    runtime: Option<RuntimeRef>,
     /// The operation and its completion; see [`Task::running_work`].
     work: UnsafeCell<Option<Work>>,
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
     /// What observation records of this task, when its runtime observes
-    /// (see [`super::observe`]); set before the task is enrolled.
-    trace: Option<Box<super::observe::TaskTrace>>,
+    /// (see `observe`); set before the task is enrolled.
+    trace: Option<Box<TaskTrace>>,
     /// Unfinished predecessors, plus `GUARD` less the edges added so far
     /// while enrollment is in progress (see [`Task::release_guard`]).
     pending: AtomicU32,
@@ -77,8 +77,7 @@ pub(crate) struct Task {
 /// enrolled never bring the count to zero. Adding an edge then needs no
 /// read-modify-write of the count: the enrolling thread counts its edges in
 /// `edges` and takes them off the guard in one step when it lets go of it
-/// (one locked instruction per edge fewer: a writer after eight readers
-/// added eight).
+/// (one locked instruction per edge fewer).
 const GUARD: u32 = 1 << 30;
 
 /// The size of the counts an `Arc` puts before its value.
@@ -86,20 +85,30 @@ pub(crate) const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 
 /// Memory for a task, allocated before the task is built.
 ///
-/// A submission's new task is usually a cold block: memory that a worker
-/// last used (it ran and freed an earlier task there), handed back by
-/// the task block cache (`block_cache`) or by mimalloc (which first reads the block's
-/// free-list link), and writing the task waits for its lines to come from
-/// another core or from memory. Allocated right after the handle lookups,
-/// with its other lines asked for at once, those transfers overlap the rest
-/// of the submission instead of following one another;
-/// the submission must then not execute a locked instruction (which waits
-/// for every outstanding load) before it has built the operation, which is
-/// why `submit::enroll` admits the task after that.
+/// A submission's new task is usually a cold block (a worker last used it);
+/// allocated early with its lines asked for at once, their transfers overlap
+/// the rest of the submission, which must then execute no locked instruction
+/// before the operation is built (see docs/perf-notes/runtime.md).
 pub(crate) struct TaskMemory(Arc<std::mem::MaybeUninit<Task>>);
 
-/// Where a device task's work is queued: its stream and the marker after it.
-pub(crate) type Issue = (StreamId, Marker);
+/// The runtime a task runs on, as the task holds it: the pool that defines
+/// the runtime sits above the task and gives it back its type (see
+/// `pool::RuntimeInner::of`).
+#[derive(Copy, Clone)]
+pub(crate) struct RuntimeRef(NonNull<()>);
+
+impl RuntimeRef {
+    /// # Safety
+    /// `p` must point to the runtime (`pool::RuntimeInner`) that admitted
+    /// the task this is stored in.
+    pub(crate) unsafe fn new(p: NonNull<()>) -> RuntimeRef {
+        RuntimeRef(p)
+    }
+
+    pub(crate) fn as_ptr(self) -> NonNull<()> {
+        self.0
+    }
+}
 
 /// The device side of a device task.
 pub(crate) struct DeviceLink {
@@ -128,8 +137,8 @@ struct LinkState {
 
 // SAFETY: `work` is only touched through `running_work`/`work_mut`, whose
 // contracts give one thread exclusive access; `runtime` is only dereferenced
-// under the contract of `Task::runtime`; everything else is atomics, locks
-// and `Arc`s.
+// under the contract of `RuntimeInner::of` (a runtime outlives its admitted
+// tasks); everything else is atomics, locks and `Arc`s.
 unsafe impl Sync for Task {}
 unsafe impl Send for Task {}
 
@@ -141,24 +150,23 @@ impl Task {
         let block = Arc::<Task>::new_uninit();
         // The lines after the first, which the Arc's counts have just been
         // written to (or mimalloc has just read the block's free-list link
-        // from: asking for that line again while the read was under way made
-        // things slower, in-process A/B, 7 pairs of 8).
+        // from; asking for it again was slower).
         // The task follows the Arc's two counts in a block that starts a
         // line (mimalloc's 320-byte class), so offset 64 k from the task is
         // in line k; a different layout would only make the hint miss.
         let task = Arc::as_ptr(&block).cast::<u8>();
         let mut off = 64;
         while off < ARC_COUNTS + std::mem::size_of::<Task>() {
-            super::prefetch_for_write(task.wrapping_add(off));
+            prefetch_for_write(task.wrapping_add(off));
             off += 64;
         }
         TaskMemory(block)
     }
 
-    /// A task for `runtime`, which must have admitted it (see [`Task::runtime`]).
+    /// A task for `runtime`, which must have admitted it (see [`RuntimeRef`]).
     /// `device`: the ordinal of the device it runs on, for device tasks.
     #[inline(always)]
-    pub(crate) fn new(runtime: Option<&RuntimeInner>, work: Work, device: Option<u32>) -> Arc<Task> {
+    pub(crate) fn new(runtime: Option<RuntimeRef>, work: Work, device: Option<u32>) -> Arc<Task> {
         Task::new_in(TaskMemory(Arc::<Task>::new_uninit()), runtime, work, device)
     }
 
@@ -166,7 +174,7 @@ impl Task {
     #[inline(always)]
     pub(crate) fn new_in(
         memory: TaskMemory,
-        runtime: Option<&RuntimeInner>,
+        runtime: Option<RuntimeRef>,
         work: Work,
         device: Option<u32>,
     ) -> Arc<Task> {
@@ -176,8 +184,7 @@ impl Task {
         let link =
             device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
-        // whole struct built it on the stack and copied it (twice, 272 bytes
-        // each, per submission).
+        // whole struct would build it on the stack and copy it.
         let p = Arc::get_mut(&mut task).expect("a new Arc is unique").as_mut_ptr();
         // SAFETY: `p` points to the new, uninitialised task; every field is
         // written exactly once below before `assume_init`.
@@ -186,7 +193,7 @@ impl Task {
                 .write(Mutex::new(Successors { done: false, list: SmallVec::new() }));
             std::ptr::addr_of_mut!((*p).done).write(AtomicBool::new(false));
             std::ptr::addr_of_mut!((*p).edges).write(AtomicU32::new(0));
-            std::ptr::addr_of_mut!((*p).runtime).write(runtime.map(NonNull::from));
+            std::ptr::addr_of_mut!((*p).runtime).write(runtime);
             std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
             std::ptr::addr_of_mut!((*p).link).write(link);
             std::ptr::addr_of_mut!((*p).trace).write(None);
@@ -197,12 +204,12 @@ impl Task {
 
     /// What observation records of this task, if anything.
     #[inline(always)]
-    pub(crate) fn trace(&self) -> Option<&super::observe::TaskTrace> {
+    pub(crate) fn trace(&self) -> Option<&TaskTrace> {
         self.trace.as_deref()
     }
 
     /// Attach an observation record to a task no other thread holds yet.
-    pub(crate) fn set_trace(task: &mut Arc<Task>, trace: Box<super::observe::TaskTrace>) {
+    pub(crate) fn set_trace(task: &mut Arc<Task>, trace: Box<TaskTrace>) {
         if let Some(t) = Arc::get_mut(task) {
             t.trace = Some(trace);
         }
@@ -222,18 +229,10 @@ impl Task {
         unsafe { (*self.work.get()).as_mut().expect("work is present until the task runs") }
     }
 
-    /// The runtime that runs this task.
-    ///
-    /// The pointer holds no reference count (a count on a runtime-wide object,
-    /// taken by the submitter and dropped by a worker for every task, would
-    /// bounce one cache line between them per task). It is valid from
-    /// admission until the task retires: the runtime's last user handle drains
-    /// every admitted task before it lets the runtime go, and retiring is the
-    /// task's last use of it. Callers only use it for tasks that have not
-    /// finished.
-    pub(crate) fn runtime(&self) -> Option<&RuntimeInner> {
-        // SAFETY: see above.
-        self.runtime.map(|p| unsafe { p.as_ref() })
+    /// The runtime that runs this task, as stored (see [`RuntimeRef`]).
+    #[inline(always)]
+    pub(crate) fn runtime_ref(&self) -> Option<RuntimeRef> {
+        self.runtime
     }
 
     /// The work of a task being run, in place (running it there spares
@@ -260,7 +259,7 @@ impl Task {
         let mut s = pred.successors.lock();
         if !s.done {
             if let Some(t) = &self.trace {
-                t.edge_from(pred);
+                t.edge_from(pred.trace());
             }
             self.add_edge();
             if s.list.len() == s.list.capacity() && !s.list.spilled() {
@@ -289,7 +288,7 @@ impl Task {
             return;
         }
         if let Some(t) = &self.trace {
-            t.edge_from(pred);
+            t.edge_from(pred.trace());
         }
         // Count the hold before publishing the edge, so the predecessor's
         // finish cannot bring the holds to zero early.
@@ -437,116 +436,22 @@ impl Task {
     }
 }
 
-#[cfg(all(test, not(loom)))]
-mod size_budgets {
-    use std::mem::size_of;
-
-    /// The sizes the per-task costs were measured with (this module used to
-    /// only print them, which cannot fail). A value with its two reference
-    /// counts fills one cache line (`Value`'s doc: submitting threads touch
-    /// only that line of it); a task with its counts fits mimalloc's 320-byte
-    /// size class (one block per queued operation: (e) in the C benchmark,
-    /// 323 bytes per operation against a 512 target); a handle's object
-    /// and its generation fill half a line of the handle table (two slots
-    /// per line; (e): 216 bytes per live handle against a 256 target).
-    #[test]
-    fn hot_structures_stay_within_their_size_budgets() {
-        let counts = super::ARC_COUNTS;
-        assert_eq!(size_of::<crate::value::Value>() + counts, 64, "a value and its counts are one cache line");
-        assert!(
-            size_of::<super::Task>() + counts <= 320,
-            "a task is {} bytes, over its 320-byte size class",
-            size_of::<super::Task>()
-        );
-        assert!(
-            size_of::<Option<crate::ffi::handles::Object>>() <= 24,
-            "a handle's object is {} bytes",
-            size_of::<Option<crate::ffi::handles::Object>>()
-        );
-    }
+/// The tasks are what values' epoch queues hold.
+impl crate::queue::WaiterKind for crate::queue::Tasks {
+    type Waiter = Task;
 }
 
-#[cfg(test)]
-mod guard {
-    use std::sync::{Arc, Barrier};
-
-    use crate::domain::Domain;
-    use crate::dtype::DType;
-    use crate::handle::Tensor;
-    use crate::layout::Order;
-    use crate::runtime::exec::idle_task as task;
-
-    fn scalar() -> Tensor {
-        Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
+impl crate::queue::Waiter for Task {
+    #[inline(always)]
+    fn is_done(&self) -> bool {
+        Task::is_done(self)
     }
-
-    /// The guard counts edges without touching `pending`: predecessors that
-    /// finish before the guard goes, and after, each take their own edge
-    /// off, and the task is ready exactly when the last of both is gone.
-    #[test]
-    fn edges_finished_before_and_after_the_guard_all_count() {
-        let t = scalar();
-        let preds: Vec<_> = (0..3).map(|_| task(&t)).collect();
-        let done_already = task(&t);
-        for p in &preds {
-            assert!(p.release_guard());
-        }
-        assert!(done_already.release_guard());
-        assert!(done_already.finish().is_empty());
-        let me = task(&t);
-        me.depend_on(&done_already); // finished: no edge
-        for p in &preds {
-            me.depend_on(p);
-        }
-        assert!(preds[0].finish().is_empty(), "two edges and the guard are left");
-        assert!(!me.release_guard(), "two edges are left");
-        assert!(preds[1].finish().is_empty(), "one edge is left");
-        let ready = preds[2].finish();
-        assert!(ready.len() == 1 && Arc::ptr_eq(&ready[0], &me));
-
-        // Every edge gone before the guard: the guard's release makes it ready.
-        let p = task(&t);
-        assert!(p.release_guard());
-        let me = task(&t);
-        me.depend_on(&p);
-        assert!(p.finish().is_empty());
-        assert!(me.release_guard());
-        // No edge at all.
-        let alone = task(&t);
-        alone.depend_on(&alone);
-        assert!(alone.release_guard());
+    #[inline(always)]
+    fn depend_on(this: &Arc<Self>, pred: &Arc<Self>) {
+        Task::depend_on(this, pred)
     }
-
-    /// Predecessors finishing on other threads while the guard goes: the
-    /// task becomes ready exactly once, from whichever step was last.
-    #[test]
-    fn a_task_becomes_ready_once_however_its_edges_and_guard_race() {
-        let t = scalar();
-        for round in 0..500 {
-            let n = 1 + round % 4;
-            let preds: Vec<_> = (0..n).map(|_| task(&t)).collect();
-            for p in &preds {
-                assert!(p.release_guard());
-            }
-            let me = task(&t);
-            for p in &preds {
-                me.depend_on(p);
-            }
-            let start = Arc::new(Barrier::new(n + 1));
-            let finishers: Vec<_> = preds
-                .into_iter()
-                .map(|p| {
-                    let start = start.clone();
-                    std::thread::spawn(move || {
-                        start.wait();
-                        p.finish().len()
-                    })
-                })
-                .collect();
-            start.wait();
-            let by_guard = me.release_guard() as usize;
-            let by_edges: usize = finishers.into_iter().map(|f| f.join().unwrap()).sum();
-            assert_eq!(by_guard + by_edges, 1, "round {round}: ready {} times", by_guard + by_edges);
-        }
+    #[inline(always)]
+    fn depend_on_device(this: &Arc<Self>, pred: &Arc<Self>) {
+        Task::depend_on_device(this, pred)
     }
 }

@@ -22,7 +22,7 @@ pub(super) static DEVICES: Mutex<Vec<Weak<SimControl>>> = Mutex::new(Vec::new())
 pub(super) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The live controls of simulated device `ordinal` (see [`super::control`]).
-pub(in super::super) fn find(ordinal: u32) -> Option<Arc<SimControl>> {
+pub(crate) fn find(ordinal: u32) -> Option<Arc<SimControl>> {
     DEVICES.lock().iter().filter_map(Weak::upgrade).find(|c| c.ordinal == ordinal && !c.dropped.load(SeqCst))
 }
 

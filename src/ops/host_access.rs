@@ -1,0 +1,53 @@
+//! Host access to a tensor (SPEC §2.8): an external operation on one
+//! operand, whose token the caller holds while it uses the memory.
+
+use crate::error::{Error, Result, Status};
+use crate::queue::Mode;
+use crate::runtime::deferred::HostAccess;
+
+impl crate::handle::Tensor {
+    /// Acquire a host access in `mode` and wait up to `timeout` (`None`:
+    /// forever) until it is granted. A read waits for earlier writers, a
+    /// write or update for every earlier access. A read or update of a
+    /// poisoned tensor fails with its error; a write is a pure overwrite.
+    /// On timeout the access is released as soon as it is granted. From a
+    /// task that accesses this tensor it fails with `WouldDeadlock`.
+    pub fn acquire(&self, mode: Mode, timeout: Option<std::time::Duration>) -> Result<HostAccess> {
+        self.acquire_in("ta_tensor_acquire", mode, timeout)
+    }
+
+    pub(crate) fn acquire_in(
+        &self,
+        origin: &'static str,
+        mode: Mode,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<HostAccess> {
+        if self.hazards().any(|(v, _)| crate::runtime::running::current_task_holds(v)) {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                origin,
+                "a task cannot wait for a host access to a tensor it is accessing: the access needs the task itself to finish",
+            ));
+        }
+        let access = self.acquire_async_in(origin, mode)?;
+        match access.ready().wait(timeout) {
+            Ok(()) => Ok(access),
+            Err(e) if e.status() == Status::Timeout => {
+                drop(access);
+                Err(Error::new(Status::Timeout, origin, "the access was not granted in time"))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Enroll a host access in `mode` without waiting; see [`HostAccess::ready`].
+    pub fn acquire_async(&self, mode: Mode) -> Result<HostAccess> {
+        self.acquire_async_in("ta_tensor_acquire_async", mode)
+    }
+
+    pub(crate) fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
+        let (token, _) =
+            super::external_inner(super::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;
+        Ok(HostAccess::new(token))
+    }
+}

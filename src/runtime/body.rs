@@ -1,0 +1,113 @@
+//! What a task runs, as the runtime sees it: an abstract body (the ops
+//! layer's operation implements it), kept inline in the task's allocation.
+
+use std::borrow::Cow;
+use std::mem::{align_of, size_of, MaybeUninit};
+use std::sync::Arc;
+
+use super::run_ctx::RunCtx;
+use super::token::{GrantedView, Keep, TokenInner};
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// The body of an operation's task.
+pub(crate) trait TaskBody: std::any::Any + Send {
+    /// The operation's name, the origin of the errors it starts.
+    fn origin(&self) -> Cow<'static, str>;
+    /// Run the body on a worker (device work is queued and reported in `cx`).
+    fn execute(&mut self, cx: &mut RunCtx) -> Result<()>;
+    /// Record the outcome in what the body wrote.
+    fn commit(&self, result: &Result<()>);
+    /// The token of a body that runs elsewhere (external work, host access).
+    fn external(&self) -> Option<&Arc<TokenInner>>;
+    /// The error of a poisoned input, if any.
+    fn poisoned_input(&self) -> Option<Error>;
+    /// The granted views and what keeps their storage alive, for a task
+    /// about to park in a token.
+    fn granted(&self) -> (Vec<GrantedView>, Vec<Keep>);
+    /// Whether the body accesses `value`.
+    fn holds(&self, value: &Arc<Value>) -> bool;
+}
+
+/// Room for a body in the task (the operation is the largest).
+const BODY_WORDS: usize = 24;
+
+type Room = MaybeUninit<[u64; BODY_WORDS]>;
+
+/// A body stored in place, with the function that gives it back as a trait
+/// object: a task's body costs no allocation of its own.
+pub(crate) struct InlineBody {
+    /// Turns the address of `room` into the body it holds (with its vtable).
+    as_dyn: unsafe fn(*mut u8) -> *mut dyn TaskBody,
+    room: Room,
+}
+
+/// The trait object of the `B` at `p`.
+///
+/// # Safety
+/// `p` must point to a live `B`.
+unsafe fn as_dyn<B: TaskBody>(p: *mut u8) -> *mut dyn TaskBody {
+    p.cast::<B>() as *mut dyn TaskBody
+}
+
+// SAFETY: the body held is `Send` (a `TaskBody` bound); `&InlineBody` only
+// gives out `&dyn TaskBody`, whose callers (the task's running thread, or
+// readers of an unscheduled task) have the exclusivity the task gives them.
+unsafe impl Send for InlineBody {}
+unsafe impl Sync for InlineBody {}
+
+impl InlineBody {
+    /// Store `body` in place.
+    #[inline(always)]
+    pub(crate) fn new<B: TaskBody>(body: B) -> InlineBody {
+        const {
+            assert!(size_of::<B>() <= size_of::<Room>(), "a task body is larger than a task's room for it");
+            assert!(align_of::<B>() <= align_of::<Room>(), "a task body is aligned more than a task's room");
+        }
+        let mut room = Room::uninit();
+        // SAFETY: `room` is large and aligned enough for a `B` (checked above).
+        unsafe { room.as_mut_ptr().cast::<B>().write(body) };
+        InlineBody { as_dyn: as_dyn::<B>, room }
+    }
+
+    #[inline(always)]
+    fn ptr(&self) -> *mut dyn TaskBody {
+        // SAFETY: `room` holds the body `as_dyn` was made for, alive until drop.
+        unsafe { (self.as_dyn)(self.room.as_ptr().cast_mut().cast::<u8>()) }
+    }
+
+    /// The body.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &dyn TaskBody {
+        // SAFETY: see `ptr`; borrowed from `self`.
+        unsafe { &*self.ptr() }
+    }
+
+    /// The body, mutably.
+    #[inline(always)]
+    pub(crate) fn get_mut(&mut self) -> &mut dyn TaskBody {
+        // SAFETY: see `ptr`; borrowed mutably from `self`.
+        unsafe { &mut *self.ptr() }
+    }
+
+    /// The body as the type it was stored with.
+    ///
+    /// # Safety
+    /// `B` must be the type given to [`InlineBody::new`].
+    #[inline(always)]
+    pub(crate) unsafe fn downcast_mut<B: TaskBody>(&mut self) -> &mut B {
+        debug_assert!(
+            (self.get() as &dyn std::any::Any).type_id() == std::any::TypeId::of::<B>(),
+            "a task body taken as another type"
+        );
+        // SAFETY: by the contract above, `room` holds a live `B`.
+        unsafe { &mut *self.room.as_mut_ptr().cast::<B>() }
+    }
+}
+
+impl Drop for InlineBody {
+    fn drop(&mut self) {
+        // SAFETY: the body is alive until here and dropped once.
+        unsafe { std::ptr::drop_in_place(self.ptr()) }
+    }
+}

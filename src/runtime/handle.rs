@@ -1,0 +1,185 @@
+//! The public handle of a runtime: creation, the default runtime, and
+//! shutdown (a drain or a cancel of what was submitted).
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use crossbeam_deque::Injector;
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+
+use super::counters::ShardedCounter;
+use super::deferred;
+use super::exec;
+use super::guard::panic_message;
+use super::observe;
+use super::poke::poke;
+use super::pool::{RuntimeInner, CANCELLING, DRAINING, IDLE_RECHECK, RUNNING, STOPPED, WORKER_OF};
+use super::stats::RuntimeStats;
+use crate::error::{Error, Result, Status};
+
+/// How [`Runtime::shutdown`] treats work that has not started.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ShutdownMode {
+    /// Run everything already submitted, then stop.
+    Drain,
+    /// Complete everything not yet started with `Cancelled`, then stop.
+    Cancel,
+}
+
+/// A worker pool plus the bookkeeping for draining and cancelling it. Cloning
+/// shares the runtime. Dropping its last handle drains it: everything
+/// submitted runs to completion first (from one of its own workers, the drain
+/// happens on a helper thread instead, so the drop never deadlocks).
+#[derive(Clone)]
+pub struct Runtime {
+    user: Arc<UserHandle>,
+}
+
+/// The part shared by a runtime's user handles; dropping it drains.
+struct UserHandle {
+    inner: Arc<RuntimeInner>,
+}
+
+impl Drop for UserHandle {
+    fn drop(&mut self) {
+        // Tasks refer to their runtime without a reference count (see
+        // `Task::runtime`): the runtime must outlive every admitted task.
+        if self.inner.is_current_worker() {
+            let inner = self.inner.clone();
+            std::thread::spawn(move || inner.drain_to_idle(ShutdownMode::Drain));
+        } else {
+            self.inner.drain_to_idle(ShutdownMode::Drain);
+        }
+    }
+}
+
+impl RuntimeInner {
+    /// Stop accepting work (upgrading a drain to a cancel if asked) and wait
+    /// until every admitted task has retired.
+    pub(crate) fn drain_to_idle(&self, mode: ShutdownMode) {
+        let target = match mode {
+            ShutdownMode::Drain => DRAINING,
+            ShutdownMode::Cancel => CANCELLING,
+        };
+        let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < target).then_some(target));
+        if self.cancelled() {
+            deferred::cancel_parked(self);
+        }
+        poke();
+        while self.outstanding.sum() != 0 {
+            self.sleep_until_idle(IDLE_RECHECK);
+        }
+        let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
+        observe::runtime_stopped(self.id);
+    }
+}
+
+impl Runtime {
+    /// A runtime with `threads` workers (0 = one per available core).
+    pub fn new(threads: usize) -> Result<Runtime> {
+        #[cfg(feature = "mimalloc")]
+        crate::allocator::retain_freed_memory();
+        let threads = if threads == 0 { default_threads() } else { threads };
+        static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut failure = None;
+        let inner = Arc::new_cyclic(|weak: &Weak<RuntimeInner>| {
+            let me = weak.clone();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(move |k| format!("ta-rt{id}-w{k}"))
+                .start_handler(move |_| WORKER_OF.with(|w| *w.borrow_mut() = me.clone()))
+                .exit_handler(|_| WORKER_OF.with(|w| *w.borrow_mut() = Weak::new()))
+                .panic_handler(|p| eprintln!("tensorasync: a worker job {}", panic_message(&p)))
+                .build();
+            let pool = pool.unwrap_or_else(|e| {
+                failure = Some(e.to_string());
+                // Report the failure below; a one-thread pool keeps the value well-formed.
+                rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("cannot start any worker thread")
+            });
+            RuntimeInner {
+                me: weak.clone(),
+                id,
+                pool,
+                threads,
+                ready: Injector::new(),
+                run: exec::run,
+                drainers: CachePadded::new(AtomicUsize::new(0)),
+                idle_drainers: CachePadded::new(AtomicUsize::new(0)),
+                idle_waiters: CachePadded::new(AtomicUsize::new(0)),
+                state: AtomicU8::new(RUNNING),
+                outstanding: ShardedCounter::new(),
+                idle_lock: Mutex::new(()),
+                idle: Condvar::new(),
+                stats: RuntimeStats::new(threads),
+                parked: Mutex::new(Vec::new()),
+            }
+        });
+        if let Some(e) = failure {
+            return Err(Error::new(Status::Internal, "runtime_new", format!("cannot start worker threads: {e}")));
+        }
+        observe::runtime_created(&inner);
+        Ok(Runtime { user: Arc::new(UserHandle { inner }) })
+    }
+
+    pub(crate) fn inner(&self) -> &RuntimeInner {
+        &self.user.inner
+    }
+
+    /// The process-wide default runtime, created on first use with
+    /// `TA_NUM_THREADS` workers (default: one per available core).
+    pub fn global() -> &'static Runtime {
+        GLOBAL.get_or_init(|| {
+            let n = std::env::var("TA_NUM_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            Runtime::new(n).expect("default runtime")
+        })
+    }
+
+    /// Whether this is the default runtime (without creating it).
+    pub fn is_global(&self) -> bool {
+        GLOBAL.get().is_some_and(|g| g.same_as(self))
+    }
+
+    /// Process-unique number of this runtime (its workers are named `ta-rt<id>-w<k>`).
+    pub fn id(&self) -> usize {
+        self.inner().id
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.inner().threads
+    }
+
+    /// Tasks submitted and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.inner().outstanding.sum().max(0) as usize
+    }
+
+    /// Stop accepting work, then drain or cancel what was submitted; returns once
+    /// every submitted task has completed and fired its notifications. Calling it
+    /// from one of this runtime's workers fails with `WouldDeadlock`. Calling it
+    /// again is harmless.
+    pub fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
+        if self.inner().is_current_worker() {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                "runtime_shutdown",
+                "a runtime cannot be shut down from one of its own workers",
+            ));
+        }
+        self.inner().drain_to_idle(mode);
+        Ok(())
+    }
+
+    /// Whether two handles refer to the same runtime.
+    pub fn same_as(&self, other: &Runtime) -> bool {
+        Arc::ptr_eq(&self.user.inner, &other.user.inner)
+    }
+}
+
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

@@ -1,0 +1,436 @@
+//! The worker pool of a runtime (SPEC §2.1, §2.6): a rayon pool whose
+//! threads run ready tasks, and the counts that admission, retirement and
+//! shutdown go by.
+//!
+//! Workers are the threads of a rayon pool, so kernels that are themselves
+//! parallel (rayon `join`, `KernelCall::parallel_for`, faer) run their
+//! pieces on the same threads as tasks instead of oversubscribing the cores.
+//! Ready tasks go to this runtime's own injector queue, and a few long-lived
+//! rayon jobs, the *drainers*, pop and run them (a rayon spawn per task
+//! would cost more than a small task); a drainer that finds the queue empty
+//! spins briefly, then exits. See docs/perf-notes/runtime.md for the
+//! measurements behind the drainers' pacing.
+
+use std::cell::RefCell;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Injector, Steal};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+
+use super::counters::ShardedCounter;
+use super::poke;
+use super::stats::{RuntimeStats, Stats};
+use super::task::{RuntimeRef, Task};
+use super::token::TokenInner;
+use crate::error::{Error, Result, Status};
+use crate::sync::prefetch_for_write;
+
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const DRAINING: u8 = 1;
+pub(crate) const CANCELLING: u8 = 2;
+pub(crate) const STOPPED: u8 = 3;
+
+/// Every this many admissions (per thread), the pending count is sampled
+/// for its peak (see `stats`).
+const PEAK_SAMPLE: isize = 1024;
+
+/// How long an idle drainer keeps looking for work before it exits.
+const DRAIN_SPIN: Duration = Duration::from_micros(50);
+
+/// Pause instructions between two looks at the
+/// queue by an idle drainer, at first (see `drain` for when it waits longer,
+/// up to `IDLE_PAUSES_MAX`).
+const IDLE_PAUSES: u32 = 32;
+const IDLE_PAUSES_MAX: u32 = 2048;
+
+/// How many pause instructions an idle drainer spends between two checks of
+/// how long it has been idle.
+const CHECK_PAUSES: u32 = 512;
+
+/// How many pause instructions apart a drainer in a long pause looks for a
+/// poke (see [`poke`]).
+const POKE_PAUSES: u32 = 32;
+
+/// Where crossbeam's `Injector` keeps its tail (index and block): after the
+/// head, each padded to 128 bytes on x86_64. Not an API of crossbeam, but
+/// only a prefetch hint depends on it (a wrong offset costs speed, never
+/// correctness), and a test checks it against the locked version.
+const INJECTOR_TAIL_OFFSET: usize = 128;
+
+/// The longest a thread waiting for a runtime to be idle sleeps between two
+/// checks of its own (it is normally woken as soon as the work is done; see
+/// `RuntimeInner::wake_idle_waiters`).
+pub(crate) const IDLE_RECHECK: Duration = Duration::from_micros(200);
+
+/// A thread counted in `idle_waiters` while this lives.
+struct IdleWaiter<'a>(&'a RuntimeInner);
+
+impl<'a> IdleWaiter<'a> {
+    fn register(rt: &'a RuntimeInner) -> Self {
+        rt.idle_waiters.fetch_add(1, Ordering::SeqCst);
+        IdleWaiter(rt)
+    }
+}
+
+impl Drop for IdleWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.idle_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) struct RuntimeInner {
+    /// Itself, for starting drainers (which keep the runtime alive).
+    pub(crate) me: Weak<RuntimeInner>,
+    /// Process-unique number; worker threads are named `ta-rt<id>-w<k>`.
+    pub(crate) id: usize,
+    pub(crate) pool: rayon::ThreadPool,
+    pub(crate) threads: usize,
+    /// Ready tasks waiting for a drainer.
+    pub(crate) ready: Injector<Arc<Task>>,
+    /// Runs a task taken from `ready` (the executor, which sits above the pool).
+    pub(crate) run: fn(Arc<Task>),
+    /// Drainer jobs started and not yet exited.
+    pub(crate) drainers: CachePadded<AtomicUsize>,
+    /// Drainers currently looking for work (they will take a pushed task).
+    pub(crate) idle_drainers: CachePadded<AtomicUsize>,
+    pub(crate) state: AtomicU8,
+    /// Tasks submitted to this runtime and not yet completed.
+    pub(crate) outstanding: ShardedCounter,
+    /// Threads waiting for `outstanding` to reach zero (in `wait_idle` or a
+    /// drain), which a drainer that runs out of work wakes through `idle`
+    /// (see [`RuntimeInner::wake_idle_waiters`]).
+    pub(crate) idle_waiters: CachePadded<AtomicUsize>,
+    pub(crate) idle_lock: Mutex<()>,
+    pub(crate) idle: Condvar,
+    /// Counters other than the sharded count (see [`stats`]).
+    pub(crate) stats: RuntimeStats,
+    /// Operations parked until their token is finished (see [`deferred`]),
+    /// which a shutdown with cancel completes.
+    pub(crate) parked: Mutex<Vec<Weak<TokenInner>>>,
+}
+
+thread_local! {
+    /// The runtime whose pool owns this thread (empty elsewhere).
+    pub(crate) static WORKER_OF: RefCell<Weak<RuntimeInner>> = const { RefCell::new(Weak::new()) };
+}
+
+/// The runtime whose worker this thread is, if any.
+pub(crate) fn current_runtime() -> Option<Arc<RuntimeInner>> {
+    WORKER_OF.with(|w| w.borrow().upgrade())
+}
+
+impl RuntimeInner {
+    /// Whether the calling thread is one of this runtime's workers.
+    pub(crate) fn is_current_worker(&self) -> bool {
+        WORKER_OF.with(|w| std::ptr::eq(w.borrow().as_ptr(), self))
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CANCELLING
+    }
+
+    /// Admit one more task, or refuse because the runtime is shutting down.
+    /// While draining, work submitted by this runtime's own tasks (from a
+    /// kernel or a callback on one of its workers) is still admitted: it is
+    /// part of the work being drained, and the task submitting it keeps the
+    /// count from reaching zero until it is counted.
+    pub(crate) fn admit(&self, origin: &'static str) -> Result<()> {
+        if self.outstanding.increment() & (PEAK_SAMPLE - 1) == PEAK_SAMPLE - 1 {
+            self.sample_pending();
+        }
+        match self.state.load(Ordering::SeqCst) {
+            RUNNING => Ok(()),
+            DRAINING if self.is_current_worker() => Ok(()),
+            _ => {
+                self.refuse();
+                Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))
+            }
+        }
+    }
+
+    /// Ask for the ready queue's tail line in exclusive state, early in a
+    /// submission, so that the push at its end finds the line here (drainers
+    /// read it whenever they catch up; see docs/perf-notes/runtime.md).
+    #[inline(always)]
+    pub(crate) fn prepare_push(&self) {
+        prefetch_for_write((&self.ready as *const Injector<Arc<Task>>).cast::<u8>().wrapping_add(INJECTOR_TAIL_OFFSET));
+    }
+
+    /// One admitted task is completely done. This must be the task's last
+    /// use of the runtime: once the count reaches zero a draining last handle
+    /// may free it (so nothing is notified here: a drainer that runs out of work
+    /// wakes the waiters, see `wake_idle_waiters`).
+    pub(crate) fn retire(&self) {
+        self.outstanding.decrement();
+    }
+
+    /// An admitted task whose submission failed: retire it, uncounted as an operation.
+    pub(crate) fn refuse(&self) {
+        self.stats.count_refusal();
+        self.retire();
+    }
+
+    #[cold]
+    fn sample_pending(&self) {
+        self.stats.sample_pending(self.outstanding.sum());
+    }
+
+    /// The runtime's counters now.
+    pub(crate) fn stats(&self) -> Stats {
+        let (added, taken) = self.outstanding.totals();
+        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, self.ready.len())
+    }
+
+    /// Process-unique number of this runtime.
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
+
+    /// Queue a ready task for this runtime's workers. A new drainer starts
+    /// when more tasks are queued than drainers are idle (an idle drainer
+    /// takes one task), up to one drainer per worker. A drainer stops counting
+    /// itself idle before it takes a task, so two tasks pushed back to back
+    /// never both count on the same idle drainer.
+    pub(crate) fn push(&self, task: Arc<Task>) {
+        self.ready.push(task);
+        // Pairs with the fences in `drain`: either a drainer that is leaving
+        // sees this task, or we see that it left and start another.
+        fence(Ordering::SeqCst);
+        let active = self.drainers.load(Ordering::SeqCst);
+        if active == 0 || (active < self.threads && self.ready.len() > self.idle_drainers.load(Ordering::SeqCst)) {
+            self.start_drainer(active);
+        }
+    }
+
+    fn start_drainer(&self, seen: usize) {
+        if self.drainers.compare_exchange(seen, seen + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            // Upgrading cannot fail: a task being pushed keeps a user handle draining.
+            let me = self.me.upgrade().expect("runtime alive while it has tasks");
+            self.pool.spawn(move || me.drain());
+        }
+    }
+
+    /// Run queued tasks until the queue stays empty for a while.
+    fn drain(self: Arc<Self>) {
+        // A drainer starts idle, and counts itself idle exactly while it looks
+        // for work; it stops counting before it takes a task (see `push`).
+        self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+        let mut idle = true;
+        let mut idle_since = Instant::now();
+        // Tasks taken since the queue was last found empty, and the pause
+        // between looks: every look costs the submitter a line transfer, so a
+        // drainer that found several tasks waiting looks less often (up to
+        // `IDLE_PAUSES_MAX`), and one that found a single task, or is poked,
+        // looks often again (see docs/perf-notes/runtime.md).
+        let mut taken = 0u32;
+        let mut pauses = IDLE_PAUSES;
+        let mut since_check = 0u32;
+        let mut pokes = poke::pokes();
+        let worker = rayon::current_thread_index();
+        // The latest clock reading while idle: a busy spell is counted from
+        // there (reading the clock when work is found would cost every idle
+        // to busy transition a clock read; this overcounts a spell by at most
+        // the time between two idle checks, CHECK_PAUSES pauses).
+        let mut last_clock = idle_since;
+        let mut busy_since = idle_since;
+        loop {
+            // A drainer that has just run a task steals again at once.
+            // `is_empty` reads the queue's tail, which the submitting thread
+            // writes on every push: asked before every steal, it moved that
+            // line between the cores once per task even while the drainer
+            // worked through a backlog (`steal` itself reads the tail only
+            // once it has caught up with the submitter's block of the queue).
+            if !idle || !self.ready.is_empty() {
+                if idle {
+                    self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                    idle = false;
+                    busy_since = last_clock;
+                }
+                if let Steal::Success(t) = self.ready.steal() {
+                    (self.run)(t);
+                    taken += 1;
+                    continue;
+                }
+            }
+            if !idle {
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                self.wake_idle_waiters();
+                idle = true;
+                idle_since = Instant::now();
+                last_clock = idle_since;
+                self.stats.add_busy(worker, busy_since, idle_since, taken as u64);
+                pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
+                taken = 0;
+            }
+            let mut paused = 0;
+            while paused < pauses {
+                for _ in 0..POKE_PAUSES {
+                    std::hint::spin_loop();
+                }
+                paused += POKE_PAUSES;
+                if pauses > IDLE_PAUSES {
+                    let now = poke::pokes();
+                    if now != pokes {
+                        // Someone waits: look now, and often from now on.
+                        pokes = now;
+                        pauses = IDLE_PAUSES;
+                        break;
+                    }
+                }
+            }
+            // Time to leave, or to let another thread have the core? Asked
+            // after every `CHECK_PAUSES` pauses, however long the pause
+            // between two looks is.
+            since_check += paused;
+            if since_check < CHECK_PAUSES {
+                continue;
+            }
+            since_check = 0;
+            // (No rayon::yield_now here: it could start another drainer
+            // nested on this thread, which would then hold this one, counted
+            // idle, under it. Pieces of parallel kernels are taken by workers
+            // that are not draining, and by this one once it exits.)
+            last_clock = Instant::now();
+            if last_clock.saturating_duration_since(idle_since) >= DRAIN_SPIN {
+                self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
+                self.drainers.fetch_sub(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if self.ready.is_empty() {
+                    return;
+                }
+                // A task arrived as we left: take the slot back if free.
+                let active = self.drainers.load(Ordering::SeqCst);
+                if active >= self.threads
+                    || self.drainers.compare_exchange(active, active + 1, Ordering::SeqCst, Ordering::Relaxed).is_err()
+                {
+                    return;
+                }
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                idle_since = Instant::now();
+                last_clock = idle_since;
+                continue;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Wake the threads waiting for this runtime to be idle, if it is. Called
+    /// by a drainer that found no more work after running some: the task
+    /// that completes the runtime's work is, nearly always, run by a drainer
+    /// that then finds the queue empty. (The exceptions, such as a device
+    /// task finished by the device's thread, are seen by the waiters' own
+    /// periodic checks.) The sum of the sharded count is taken only then,
+    /// and only while someone waits: one load per idle transition otherwise.
+    fn wake_idle_waiters(&self) {
+        // SeqCst, paired with `IdleWaiter::register` in `sleep_until_idle`:
+        // either this load sees the waiter, or the waiter's check (after it
+        // registered) sees this drainer's retires.
+        if self.idle_waiters.load(Ordering::SeqCst) != 0 && self.outstanding.sum() == 0 {
+            // Under the lock, so a waiter between its check and its sleep
+            // (it holds the lock there) cannot miss the notification.
+            let _g = self.idle_lock.lock();
+            self.idle.notify_all();
+        }
+    }
+
+    /// Sleep on `idle` until woken by [`Self::wake_idle_waiters`] or `slice`
+    /// passes, unless the runtime is idle already. Counted as a waiter only
+    /// here, not while spinning before: drainers take the sum of the sharded
+    /// count (32 lines) at every idle transition while someone is counted,
+    /// which would slow down the very work a spinning waiter waits for.
+    pub(crate) fn sleep_until_idle(&self, slice: Duration) {
+        let _waiting = IdleWaiter::register(self);
+        let mut g = self.idle_lock.lock();
+        if self.outstanding.sum() != 0 {
+            self.idle.wait_for(&mut g, slice);
+        }
+    }
+
+    /// Run one queued task or one piece of rayon work; false if there was none.
+    pub(crate) fn help_once(&self) -> bool {
+        loop {
+            match self.ready.steal() {
+                Steal::Success(t) => {
+                    let since = Instant::now();
+                    (self.run)(t);
+                    self.stats.add_busy(rayon::current_thread_index(), since, Instant::now(), 1);
+                    return true;
+                }
+                Steal::Retry => continue,
+                Steal::Empty => return matches!(rayon::yield_now(), Some(rayon::Yield::Executed)),
+            }
+        }
+    }
+}
+
+impl RuntimeInner {
+    /// The runtime of `task`, typed again (see [`RuntimeRef`]).
+    ///
+    /// The task holds no reference count of its runtime (a count on a
+    /// runtime-wide object, taken by the submitter and dropped by a worker
+    /// for every task, would bounce one cache line between them per task).
+    /// The pointer is valid from admission until the task retires: the
+    /// runtime's last user handle drains every admitted task before it lets
+    /// the runtime go, and retiring is the task's last use of it. Callers
+    /// only use it for tasks that have not finished.
+    #[inline(always)]
+    pub(crate) fn of(task: &Task) -> Option<&RuntimeInner> {
+        // SAFETY: every `RuntimeRef` is made by `task_ref` from a live
+        // runtime that admitted the task; valid as said above.
+        task.runtime_ref().map(|r| unsafe { r.as_ptr().cast::<RuntimeInner>().as_ref() })
+    }
+
+    /// This runtime as a task holds it; only for a task it has admitted.
+    #[inline(always)]
+    pub(crate) fn task_ref(&self) -> RuntimeRef {
+        // SAFETY: points to this runtime, which the caller has admitted the task to.
+        unsafe { RuntimeRef::new(NonNull::from(self).cast()) }
+    }
+
+    /// Number of worker threads.
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+impl Task {
+    /// The runtime that runs this task (see [`RuntimeInner::of`]).
+    #[inline(always)]
+    pub(crate) fn runtime(&self) -> Option<&RuntimeInner> {
+        RuntimeInner::of(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `prepare_push` prefetches `INJECTOR_TAIL_OFFSET` bytes into the ready
+    /// queue: that must be the tail index, which pushes move and steals do
+    /// not. (The injector's layout does not depend on its item type, which
+    /// holds here only a pointer.)
+    #[test]
+    fn the_injector_tail_is_where_prepare_push_looks() {
+        assert_eq!(std::mem::size_of::<Injector<Arc<Task>>>(), std::mem::size_of::<Injector<Box<usize>>>());
+        let q: Injector<Box<usize>> = Injector::new();
+        assert!(std::mem::size_of_val(&q) >= INJECTOR_TAIL_OFFSET + std::mem::size_of::<usize>());
+        // SAFETY: reads a word inside `q` (checked just above) while no
+        // other thread can touch it.
+        let word = |q: &Injector<Box<usize>>, at: usize| unsafe {
+            (q as *const Injector<Box<usize>>).cast::<u8>().add(at).cast::<usize>().read()
+        };
+        let (head0, tail0) = (word(&q, 0), word(&q, INJECTOR_TAIL_OFFSET));
+        q.push(Box::new(1));
+        q.push(Box::new(2));
+        let (head1, tail1) = (word(&q, 0), word(&q, INJECTOR_TAIL_OFFSET));
+        assert_eq!(head1, head0, "a push moved the word at offset 0");
+        assert!(tail1 > tail0, "two pushes left the word at the tail offset at {tail1} (was {tail0})");
+        assert_eq!(q.steal().success().map(|b| *b), Some(1));
+        assert_eq!(word(&q, INJECTOR_TAIL_OFFSET), tail1, "a steal moved the word at the tail offset");
+        assert!(word(&q, 0) > head1, "a steal did not move the head");
+    }
+}
