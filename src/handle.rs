@@ -24,7 +24,7 @@ use crate::view::{SliceSpec, View, ViewRc};
 static FULL_REGION: Region = Region::Full;
 
 /// A handle to an asynchronous tensor: a whole value, or a view of one (see
-/// [`crate::view`]). Cloning the handle shares it (same data, same epoch
+/// the view module). Cloning the handle shares it (same data, same epoch
 /// queue: a structural copy); [`Tensor::deep_copy`] makes a new value with
 /// a copy of the elements.
 /// Releasing a handle never blocks, and pending operations keep the data alive.
@@ -83,6 +83,7 @@ impl Tensor {
 
     /// The value (hazard record) this handle orders on: itself, a view's
     /// root, or a coalesced view's first block.
+    #[inline]
     pub(crate) fn root(&self) -> &Arc<Value> {
         match &self.0 {
             Repr::Value(v) => v.arc(),
@@ -186,6 +187,7 @@ impl Tensor {
     }
 
     /// Domain (host or CUDA device).
+    #[inline]
     pub fn domain(&self) -> Domain {
         self.root().domain()
     }

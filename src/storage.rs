@@ -75,6 +75,7 @@ impl Storage {
     }
 
     /// Size in bytes.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.bytes
     }

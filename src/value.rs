@@ -1,11 +1,11 @@
 //! Values (SPEC §2): the hazard record behind every tensor handle.
 //!
-//! A [`Value`] keeps the parts of §2 that belong to the data apart from the
+//! A `Value` keeps the parts of §2 that belong to the data apart from the
 //! handle: the descriptor (dtype, domain, layout), the owner token (the
-//! [`Storage`] in its [`Contents`]), the epoch token (the [`TaskQueue`] and
-//! the poison state). Handles ([`crate::handle::Tensor`]) and views
-//! ([`crate::view`]) point at a value through counted references
-//! ([`ValueRc`]).
+//! `Storage` in its `Contents`), the epoch token (the `TaskQueue` and
+//! the poison state). Handles (`crate::handle::Tensor`) and views
+//! (`crate::view`) point at a value through counted references
+//! (`ValueRc`).
 //!
 //! The layout and storage recorded in a value are fixed at submission time:
 //! an overwrite whose result shape is known (copy-in of a given shape, a copy

@@ -2,7 +2,7 @@
 //! value. A view is a durable handle: it shares its root value's epoch queue
 //! and poison state exactly, keeps the root's storage alive (even after every
 //! handle to the root is released), and carries its own layout, conj flag and
-//! the [`Region`] of the root it touches.
+//! the `Region` of the root it touches.
 //!
 //! Views are made at once, from the root's contents as of the last
 //! submission: a view of an unconstructed tensor cannot be made.

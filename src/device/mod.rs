@@ -4,13 +4,13 @@
 //! device only through the [`Device`] trait (in `interface`): memory, asynchronous copies and memsets, a few BLAS calls, and
 //! stream markers and notifications. Two implementations sit behind it:
 //!
-//! - [`cuda`]: a real CUDA device through `cudarc`, loaded at run time (no
+//! - `cuda`: a real CUDA device through `cudarc`, loaded at run time (no
 //!   toolkit at build time; no driver means "unavailable", never a crash);
 //! - [`sim`]: a simulated device whose "device memory" is host memory and
 //!   whose streams are threads, with fault injection. It lets every behaviour
 //!   except the leaf GPU kernels be tested on machines without a GPU.
 //!
-//! Which one a process uses is decided once, at the first use ([`registry`]):
+//! Which one a process uses is decided once, at the first use (the registry):
 //! simulated devices when asked for (`TA_SIMULATED_DEVICES=n` or
 //! [`simulate`]), otherwise the CUDA driver if it loads and has devices.
 //!
@@ -39,4 +39,4 @@ pub mod sim;
 pub use cuda::probe_for_tests;
 pub use interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId, Trans, ORIGIN};
 pub(crate) use registry::device;
-pub use registry::{device_count, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};
+pub use registry::{device_count, device_info, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};

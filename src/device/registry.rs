@@ -103,6 +103,12 @@ pub fn device_count() -> Result<usize> {
     Ok(r.devices.len())
 }
 
+/// A description of the device with this ordinal (kind, name, memory), or
+/// why there is none.
+pub fn device_info(ordinal: u32) -> Result<String> {
+    device(ordinal).map(|d| d.describe())
+}
+
 /// The device with this ordinal, or why there is none.
 pub(crate) fn device(ordinal: u32) -> Result<Arc<dyn Device>> {
     let r = registry();

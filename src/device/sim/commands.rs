@@ -7,7 +7,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::device::interface::{GemmArgs, Notify};
 use crate::dtype::{DType, Scalar};
 
-/// One executed command, as [`SimControl::log`] reports it.
+/// One executed command, as [`crate::device::sim::SimControl::log`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimOp {
     /// The stream it ran on.

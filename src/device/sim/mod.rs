@@ -1,6 +1,6 @@
 //! Simulated devices: "device memory" is host memory and streams are threads.
 //!
-//! A [`SimDevice`] implements [`Device`] with reference (plain-loop)
+//! A `SimDevice` implements [`super::Device`] with reference (plain-loop)
 //! implementations of every command, so that everything the library does with
 //! a GPU except the real kernels can be tested on machines without one:
 //! device tensors, stream ordering, staging copies, error paths, and "no CPU
