@@ -30,10 +30,6 @@ mod allocator;
 pub mod backends;
 #[cfg(feature = "mimalloc")]
 mod block_cache;
-pub mod blocks;
-mod coalesced;
-mod counted;
-pub mod device;
 pub mod dispatch;
 pub mod domain;
 pub mod dtype;
@@ -41,29 +37,27 @@ pub mod error;
 pub mod failpoint;
 pub mod ffi;
 mod first_and_rest;
-mod handle;
 pub mod layout;
 pub mod ops;
 pub mod queue;
-pub mod region;
 pub mod runtime;
-pub mod storage;
 mod sync;
-pub mod value;
-pub mod view;
+mod tensor;
 
-pub use blocks::BlockArray;
 pub use dispatch::{BackendKind, Selector};
 pub use domain::Domain;
 pub use dtype::{DType, Element, Imm, Scalar};
 pub use error::{Error, Result, Status};
-pub use handle::Tensor;
 pub use layout::{Layout, Order};
 pub use ops::{KernelCall, KernelFailure, KernelFn, ResolvedView, Submit};
 pub use queue::Mode;
 pub use runtime::{Callback, CompletionEntry, CompletionQueue, Event, Runtime, ShutdownMode};
 pub use runtime::{GrantedView, HostAccess, Token};
-pub use view::SliceSpec;
+pub use tensor::blocks::BlockArray;
+pub use tensor::handle::Tensor;
+pub use tensor::view::SliceSpec;
+/// The tensor layer's public modules, at their former paths.
+pub use tensor::{blocks, device, region, storage, value, view};
 
 /// The library's own allocations (see the `mimalloc` feature in Cargo.toml).
 #[cfg(feature = "mimalloc")]

@@ -26,13 +26,13 @@ use smallvec::SmallVec;
 use super::blas;
 use super::dense::{gemm_check, Mat2, Operand};
 use super::native::copy_layouts;
-use crate::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::dispatch::{Backend, BackendKind, HostBuffer, Issued, NativeOp, OpTag, Outcome, RunCtx, ScalarSlot};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
 use crate::ops::ResolvedView;
+use crate::tensor::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::with_element_type;
 
 pub(crate) struct Cuda;

@@ -17,7 +17,7 @@ pub extern "C" fn ta_cuda_device_count(count_out: *mut usize, error: *mut *mut t
     const O: &str = "ta_cuda_device_count";
     guard(O, error, || {
         need(count_out, O, "count_out")?;
-        let n = crate::device::device_count().map_err(|e| e.with_origin(O))?;
+        let n = crate::tensor::device::device_count().map_err(|e| e.with_origin(O))?;
         put(count_out, n);
         Ok(())
     })
@@ -30,7 +30,7 @@ pub extern "C" fn ta_cuda_device_count(count_out: *mut usize, error: *mut *mut t
 pub extern "C" fn ta_cuda_device_info(ordinal: u32, buf: *mut c_char, cap: usize, len_out: *mut usize) -> ta_status {
     const O: &str = "ta_cuda_device_info";
     guard(O, std::ptr::null_mut(), || {
-        let dev = crate::device::device(ordinal).map_err(|e| e.with_origin(O))?;
+        let dev = crate::tensor::device::device(ordinal).map_err(|e| e.with_origin(O))?;
         if buf.is_null() && cap > 0 {
             return Err(Error::new(Status::NullPointer, O, "buf is NULL but cap > 0"));
         }

@@ -11,11 +11,11 @@ use super::tensor::timeout_arg;
 use super::{guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor, tensor_arg};
 use crate::dtype::DType;
 use crate::error::{Error, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
 use crate::runtime::HostAccess;
-use crate::storage::ReleaseFn;
+use crate::tensor::handle::Tensor;
+use crate::tensor::storage::ReleaseFn;
 
 /// `DLPackVersion`.
 #[repr(C)]

@@ -23,8 +23,8 @@ use parking_lot::{RwLock, RwLockReadGuard};
 use crate::error::Status;
 use crate::failpoint::{self, Site};
 use crate::first_and_rest::FirstAndRest;
-use crate::handle::Tensor;
 use crate::runtime::{CompletionQueue, Event, Runtime};
+use crate::tensor::handle::Tensor;
 use crate::Error;
 
 /// The type of object a handle refers to (stored in the handle's top byte).

@@ -8,9 +8,9 @@ use super::{ta_domain, ta_dtype, ta_order, ta_release_fn, TA_ORDER_COL_MAJOR, TA
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
-use crate::storage::ReleaseFn;
+use crate::tensor::handle::Tensor;
+use crate::tensor::storage::ReleaseFn;
 
 /// Largest rank accepted through the C ABI.
 const MAX_RANK: usize = 64;

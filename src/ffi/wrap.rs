@@ -8,9 +8,9 @@ use super::{
     cq_arg, guard, make_handle, need, put, ta_cq, ta_dtype, ta_error, ta_order, ta_release_fn, ta_status, ta_tensor,
 };
 use crate::error::{Error, Status};
-use crate::handle::Tensor;
 use crate::runtime::CompletionEntry;
-use crate::storage::ReleaseFn;
+use crate::tensor::handle::Tensor;
+use crate::tensor::storage::ReleaseFn;
 
 /// `ta_wrap_options.flags`: the tensor is read-only (as `ta_tensor_wrap_const`).
 pub const TA_WRAP_READ_ONLY: u32 = 1;

@@ -2,7 +2,7 @@
 
 use super::submit::Locked;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
+use crate::tensor::handle::Tensor;
 
 /// Reject operands whose dtype or domain differ from the first one's.
 pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Result<()> {

@@ -6,11 +6,11 @@ use super::Body;
 use crate::dispatch::{self, HostBuffer, NativeOp, OpTag};
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Value;
+use crate::tensor::handle::Tensor;
+use crate::tensor::value::Value;
 
 /// `dst = src`, element by element, whatever the two layouts. An overwrite: it
 /// constructs an unconstructed `dst` (dense row-major, `src`'s extents) and

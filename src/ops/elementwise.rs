@@ -6,9 +6,9 @@ use super::Body;
 use crate::dispatch::{self, NativeOp, OpTag};
 use crate::dtype::{Imm, Scalar};
 use crate::error::Result;
-use crate::handle::Tensor;
 use crate::queue::Mode;
 use crate::runtime::Event;
+use crate::tensor::handle::Tensor;
 
 /// Set every element of `t` to `value` (an overwrite: clears a poison).
 pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {

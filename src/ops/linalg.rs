@@ -16,11 +16,11 @@ use crate::backends::dense;
 use crate::dispatch::{self, NativeOp, ScalarSlot};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::layout::{Extents, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Value;
+use crate::tensor::handle::Tensor;
+use crate::tensor::value::Value;
 
 /// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
 #[derive(Clone, Copy)]

@@ -26,12 +26,12 @@ use crate::dispatch::{self, Candidates, NativeOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::handle::{Repr, Tensor};
 use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::runtime::body::TaskBody;
 use crate::runtime::run_ctx::RunCtx;
-use crate::value::Value;
+use crate::tensor::handle::{Repr, Tensor};
+use crate::tensor::value::Value;
 
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
@@ -64,7 +64,7 @@ pub struct ResolvedView<'a> {
 /// state to find them.
 pub(crate) struct Access {
     /// The handle. For a whole value or a view it is a copy without a count
-    /// of its own (see [`crate::value::Counted`] for why the value, and the
+    /// of its own (see [`crate::tensor::value::Counted`] for why the value, and the
     /// view with the layout `layout` points into, outlive the task anyway);
     /// a coalesced view is a counted clone, dropped with the access (see
     /// [`Access::counted`]).
@@ -122,7 +122,7 @@ impl Access {
         self.tensor.root()
     }
 
-    pub(crate) fn set_geometry(&mut self, g: crate::view::Geometry<'_>) {
+    pub(crate) fn set_geometry(&mut self, g: crate::tensor::view::Geometry<'_>) {
         self.data = g.data;
         self.layout = g.layout;
         self.conj = g.conj;

@@ -1,5 +1,5 @@
 //! The device interface: the [`Device`] trait and the types its methods
-//! take (see the module notes of [`crate::device`] for the conventions).
+//! take (see the module notes of [`crate::tensor::device`] for the conventions).
 
 use std::any::Any;
 use std::sync::Arc;

@@ -100,7 +100,7 @@ impl SimControl {
         *self.fail_next.lock() = Some(cuda_error_name);
     }
 
-    /// The next [`crate::device::Device`] method call (other than `ordinal`, `describe`,
+    /// The next [`crate::tensor::device::Device`] method call (other than `ordinal`, `describe`,
     /// `streams`, `free`, `free_host`) returns `Err` synchronously and queues
     /// nothing: `Status::CudaError` with a message starting with
     /// `cuda_error_name`; for `alloc`/`alloc_host` with

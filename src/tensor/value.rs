@@ -3,8 +3,8 @@
 //! A `Value` keeps the parts of §2 that belong to the data apart from the
 //! handle: the descriptor (dtype, domain, layout), the owner token (the
 //! `Storage` in its `Contents`), the epoch token (the `TaskQueue` and
-//! the poison state). Handles (`crate::handle::Tensor`) and views
-//! (`crate::view`) point at a value through counted references
+//! the poison state). Handles (`crate::tensor::handle::Tensor`) and views
+//! (`crate::tensor::view`) point at a value through counted references
 //! (`ValueRc`).
 //!
 //! The layout and storage recorded in a value are fixed at submission time:
@@ -23,14 +23,14 @@ use std::sync::Arc;
 use parking_lot::lock_api;
 use thin_vec::ThinVec;
 
-use crate::counted::Counted;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::queue::TaskQueue;
-use crate::region::Region;
-use crate::storage::Storage;
+use crate::tensor::counted::Counted;
+use crate::tensor::region::Region;
+use crate::tensor::storage::Storage;
 
 /// What a constructed value holds: backing storage and the layout of its
 /// elements in it. Immutable: a value's contents are replaced, never modified,
@@ -343,7 +343,7 @@ impl Value {
             })?;
         let storage = match domain {
             Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
-            Domain::Cuda(d) => crate::device::memory::alloc(d, bytes, origin)?,
+            Domain::Cuda(d) => crate::tensor::device::memory::alloc(d, bytes, origin)?,
         };
         Ok(Contents::owning(storage, layout))
     }
@@ -353,7 +353,7 @@ impl Value {
 pub(crate) fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
     match domain {
         Domain::Host => Ok(()),
-        Domain::Cuda(n) => crate::device::registry::device(n).map(drop).map_err(|e| e.with_origin(origin)),
+        Domain::Cuda(n) => crate::tensor::device::registry::device(n).map(drop).map_err(|e| e.with_origin(origin)),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Tensor handles (SPEC §2): a [`Tensor`] is a durable handle to a whole
 //! value, a view of one, or a coalesced view of several blocks of a block
 //! array. Cloning a handle shares it; dropping one releases its count of the
-//! value (see [`crate::counted`]), never blocking.
+//! value (see [`crate::tensor::counted`]), never blocking.
 //!
 //! The methods here describe and derive handles without submitting
 //! anything. Those that submit operations or wait (creation with contents,
@@ -11,15 +11,15 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::coalesced::Coalesced;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Extents, Layout, Order};
-use crate::region::Region;
-use crate::storage::{ReleaseFn, Storage};
-use crate::value::{check_domain, Contents, Value, ValueRc};
-use crate::view::{SliceSpec, View, ViewRc};
+use crate::tensor::coalesced::Coalesced;
+use crate::tensor::region::Region;
+use crate::tensor::storage::{ReleaseFn, Storage};
+use crate::tensor::value::{check_domain, Contents, Value, ValueRc};
+use crate::tensor::view::{SliceSpec, View, ViewRc};
 
 static FULL_REGION: Region = Region::Full;
 

@@ -9,8 +9,8 @@ use cudarc::driver::sys as cu;
 use super::device::CudaDevice;
 use super::driver::{ck, error_text};
 use super::events::CudaMarker;
-use crate::device::interface::{Marker, Notify, StreamId};
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{Marker, Notify, StreamId};
 
 /// The stream callback behind `notify`. The status comes as the integer
 /// it is in C (an enum in cudarc's signature, same ABI).

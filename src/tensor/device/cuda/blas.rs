@@ -9,9 +9,9 @@ use cudarc::cublas::sys as bl;
 
 use super::device::{BlasHandle, CudaDevice};
 use super::loader::{guard, open_first, preferred_versioned};
-use crate::device::interface::{DevPtr, GemmArgs, StreamId, Trans};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{DevPtr, GemmArgs, StreamId, Trans};
 
 /// Every cuBLAS symbol this file calls.
 pub(super) const CUBLAS_SYMBOLS: &[&str] = &[

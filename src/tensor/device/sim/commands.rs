@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::device::interface::{GemmArgs, Notify};
 use crate::dtype::{DType, Scalar};
+use crate::tensor::device::interface::{GemmArgs, Notify};
 
-/// One executed command, as [`crate::device::sim::SimControl::log`] reports it.
+/// One executed command, as [`crate::tensor::device::sim::SimControl::log`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimOp {
     /// The stream it ran on.

@@ -13,10 +13,10 @@ use super::faults::{cuda_error, invalid, too_large, OUT_OF_MEMORY};
 use super::kernels::{extent_2d, extent_mat, extent_vec, stored};
 use super::memory::{checked_layout, layout, Block, ALLOCATIONS};
 use super::stream::stream_main;
-use crate::device::interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId, ORIGIN};
 use crate::dtype::DType;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId, ORIGIN};
 
 /// A simulated device (see the module notes).
 pub(crate) struct SimDevice {

@@ -9,8 +9,8 @@ use cudarc::driver::sys as cu;
 
 use super::device::CudaDevice;
 use super::driver::{ck, cu_error, error_text, CUDA_ERROR_OUT_OF_MEMORY};
-use crate::device::interface::{DevPtr, Place, StreamId};
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{DevPtr, Place, StreamId};
 
 /// A side of a 2-D copy: (memory type, host address, device address).
 pub(super) fn side(p: Place) -> (cu::CUmemorytype, *mut c_void, cu::CUdeviceptr) {

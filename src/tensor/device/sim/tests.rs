@@ -10,9 +10,9 @@ use super::control;
 use super::device::SimDevice;
 use super::faults::*;
 use super::memory::ALIGN;
-use crate::device::interface::{DevPtr, Device, GemmArgs, Marker, Place, StreamId, Trans};
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{DevPtr, Device, GemmArgs, Marker, Place, StreamId, Trans};
 use std::sync::mpsc;
 
 /// Unit tests use ordinals far from the registry's (0..16), so that
@@ -801,7 +801,9 @@ fn panics_become_unknown_errors() {
 #[test]
 fn control_finds_devices_and_drop_does_not_hang() {
     let ord = ORD + 50;
-    assert!(control(ord).is_none() || std::env::var_os(crate::device::registry::SIMULATED_DEVICES_ENV).is_some());
+    assert!(
+        control(ord).is_none() || std::env::var_os(crate::tensor::device::registry::SIMULATED_DEVICES_ENV).is_some()
+    );
     let d = SimDevice::new(ord, 3);
     let c = control(ord).expect("control of a live device");
     assert!(Arc::ptr_eq(&c, &d.control()));

@@ -4,8 +4,8 @@
 use num_complex::{Complex32, Complex64};
 
 use super::faults::{fault, Fault, UNKNOWN};
-use crate::device::interface::{GemmArgs, Trans};
 use crate::dtype::{DType, Element, Scalar};
+use crate::tensor::device::interface::{GemmArgs, Trans};
 
 /// Byte extent of `rows` rows `pitch` apart whose last row is `width` bytes
 /// long (0 when nothing is touched); None on overflow.

@@ -93,7 +93,7 @@ pub fn probe_for_tests() -> std::result::Result<Vec<Arc<dyn Device>>, String> {
 mod probe_tests {
     #[test]
     fn probe_never_panics_and_gives_a_reason() {
-        let r = std::panic::catch_unwind(crate::device::cuda::probe_for_tests).expect("probe must not panic");
+        let r = std::panic::catch_unwind(crate::tensor::device::cuda::probe_for_tests).expect("probe must not panic");
         if let Err(why) = r {
             assert!(!why.is_empty());
             #[cfg(not(feature = "cuda"))]

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::device::interface::ORIGIN;
 use crate::error::{Error, Status};
+use crate::tensor::device::interface::ORIGIN;
 
 pub(super) const ILLEGAL_ADDRESS: &str = "CUDA_ERROR_ILLEGAL_ADDRESS";
 pub(super) const MISALIGNED_ADDRESS: &str = "CUDA_ERROR_MISALIGNED_ADDRESS";

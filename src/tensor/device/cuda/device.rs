@@ -15,9 +15,9 @@ use parking_lot::Mutex;
 use super::driver::{ck, driver, error_text, Ctx, Driver};
 use super::events::Events;
 use super::loader::guard;
-use crate::device::interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
+use crate::tensor::device::interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId};
 
 /// Streams per device offered to the runtime.
 pub(crate) const STREAMS: u32 = 4;
