@@ -12,7 +12,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::Element;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
+use crate::tensor::handle::Tensor;
 use crate::ndview;
 use crate::queue::Mode;
 use crate::runtime::deferred::{GrantedView, HostAccess};

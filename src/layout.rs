@@ -69,7 +69,7 @@ impl Layout {
 
     /// Whether the layout has no elements.
     pub fn is_empty(&self) -> bool {
-        self.extents.iter().any(|&e| e == 0)
+        self.extents.contains(&0)
     }
 
     /// Number of elements, or `None` on overflow.
@@ -199,14 +199,15 @@ fn for_each_outer<const N: usize>(outer: &[(usize, [isize; N])], offsets: [isize
             }
             ax -= 1;
             idx[ax] += 1;
-            for k in 0..N {
-                base[k] += outer[ax].1[k];
+            for (b, s) in base.iter_mut().zip(&outer[ax].1) {
+                *b += s;
             }
             if idx[ax] < outer[ax].0 {
                 break;
             }
-            for k in 0..N {
-                base[k] -= outer[ax].1[k] * outer[ax].0 as isize;
+            let n = outer[ax].0 as isize;
+            for (b, s) in base.iter_mut().zip(&outer[ax].1) {
+                *b -= s * n;
             }
             idx[ax] = 0;
         }
@@ -225,7 +226,7 @@ pub fn for_each_run<const N: usize>(
     strides: [&[isize]; N],
     mut f: impl FnMut([isize; N], usize, [isize; N]),
 ) {
-    if extents.iter().any(|&e| e == 0) {
+    if extents.contains(&0) {
         return;
     }
     let merged = merged_axes(extents, strides);
@@ -246,7 +247,7 @@ pub fn for_each_plane<const N: usize>(
     strides: [&[isize]; N],
     mut f: impl FnMut([isize; N], (usize, [isize; N]), (usize, [isize; N])),
 ) {
-    if extents.iter().any(|&e| e == 0) {
+    if extents.contains(&0) {
         return;
     }
     let merged = merged_axes(extents, strides);

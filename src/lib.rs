@@ -46,13 +46,10 @@ compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit val
 // for a program (the C crate) that installs it as its global allocator.
 pub mod allocator;
 mod backends;
-mod blocks;
-mod coalesced;
-mod counted;
 // Public for the integration tests of the simulated and real devices; the
 // API's device items are the re-exports below.
 #[doc(hidden)]
-pub mod device;
+pub use tensor::device;
 mod dispatch;
 mod domain;
 // `dtype`, `error` and `layout` are public for the kernel benches, which
@@ -66,7 +63,6 @@ pub mod error;
 pub mod failpoint;
 mod first_and_rest;
 mod future;
-mod handle;
 mod host;
 mod kernels;
 #[doc(hidden)]
@@ -76,14 +72,11 @@ mod ndview;
 mod op_name;
 pub mod ops;
 mod queue;
-mod region;
 mod resolved;
 mod runtime;
-mod storage;
 mod sync;
 mod sysblas;
-mod value;
-mod view;
+mod tensor;
 
 /// Which BLAS library the BLAS backend loaded, if any.
 ///
@@ -100,7 +93,7 @@ pub use sysblas::library::blas_info;
 /// assert_eq!(b.count(), 4);
 /// assert_eq!(b.tile(&[1, 0]).unwrap().extents().unwrap().as_slice(), &[2, 2]);
 /// ```
-pub use blocks::BlockArray;
+pub use tensor::blocks::BlockArray;
 /// How many CUDA devices there are (real or simulated).
 ///
 /// ```
@@ -109,21 +102,21 @@ pub use blocks::BlockArray;
 ///     Err(e) => assert_eq!(e.status(), tensorasync::Status::CudaUnavailable),
 /// }
 /// ```
-pub use device::device_count;
+pub use tensor::device::device_count;
 /// What is known about one device (name, memory, compute capability).
 ///
 /// ```
 /// assert!(tensorasync::simulate(Default::default()));
 /// assert!(tensorasync::device_info(0).is_ok());
 /// ```
-pub use device::device_info;
+pub use tensor::device::device_info;
 /// Whether this process's devices are simulated.
 ///
 /// ```
 /// assert!(tensorasync::simulate(Default::default()));
 /// assert!(tensorasync::is_simulated());
 /// ```
-pub use device::is_simulated;
+pub use tensor::device::is_simulated;
 /// Use simulated devices in this process (before the first device use).
 ///
 /// ```
@@ -131,20 +124,20 @@ pub use device::is_simulated;
 /// assert!(simulate(SimConfig { devices: 3, streams: 2 }));
 /// assert_eq!(device_count().unwrap(), 3);
 /// ```
-pub use device::simulate;
+pub use tensor::device::simulate;
 /// The simulated devices' configuration.
 ///
 /// ```
 /// let c = tensorasync::SimConfig::default();
 /// assert_eq!((c.devices, c.streams), (2, 4));
 /// ```
-pub use device::SimConfig;
+pub use tensor::device::SimConfig;
 /// The environment variable that selects simulated devices.
 ///
 /// ```
 /// assert_eq!(tensorasync::SIMULATED_DEVICES_ENV, "TA_SIMULATED_DEVICES");
 /// ```
-pub use device::SIMULATED_DEVICES_ENV;
+pub use tensor::device::SIMULATED_DEVICES_ENV;
 /// A backend family.
 ///
 /// ```
@@ -416,8 +409,8 @@ pub use runtime::Token;
 /// let release: tensorasync::ReleaseFn = Box::new(|| println!("released"));
 /// # drop(release);
 /// ```
-pub use storage::ReleaseFn;
-pub use handle::Tensor;
+pub use tensor::storage::ReleaseFn;
+pub use tensor::handle::Tensor;
 /// One axis of a slice.
 ///
 /// ```
@@ -426,7 +419,7 @@ pub use handle::Tensor;
 /// let mid = t.slice(&[SliceSpec::range(1, 3)]).unwrap();
 /// assert_eq!(mid.to_vec::<u8>().unwrap(), vec![2, 3]);
 /// ```
-pub use view::SliceSpec;
+pub use tensor::view::SliceSpec;
 
 pub use host::{Acquire, ReadGuard, WriteGuard};
 /// The `ndarray` crate this API's views and arrays come from.
@@ -437,5 +430,5 @@ pub use ndarray_io::{copy_from_array, copy_from_slice};
 /// of their own (a process-wide counter); not part of the API.
 #[doc(hidden)]
 pub mod test_hooks {
-    pub use crate::value::poisoned_values_for_tests;
+    pub use crate::tensor::value::poisoned_values_for_tests;
 }

@@ -5,7 +5,7 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 
 use crate::dtype::Element;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
+use crate::tensor::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::ops::{self, Submit};
 use crate::runtime::event::Event;

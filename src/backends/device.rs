@@ -1,6 +1,6 @@
 //! The device backend: operations on device tensors, queued on a device's
 //! streams through the [`Device`] trait, whatever implements it (the CUDA
-//! driver in `crate::device::cuda`, or the simulated device). Its family is
+//! driver in `crate::tensor::device::cuda`, or the simulated device). Its family is
 //! [`BackendKind::Cuda`] and it names itself "cuda" in errors.
 //!
 //! `run` never waits for the device. It picks a stream (the stream of its
@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::native::copy_layouts;
-use crate::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
+use crate::tensor::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::dispatch::backend::{Backend, BackendKind, Issued, Outcome, RunCtx};
 use crate::dispatch::op::{HostBuffer, KernelOp, OpTag, ScalarSlot};
 use crate::domain::Domain;

@@ -5,7 +5,7 @@
 //! - `native`: the pure-Rust CPU backend (every operation, every dtype);
 //! - `blas`: the backend over the system BLAS library (gemm only);
 //! - `device`: the backend for device tensors, queuing work on the streams of
-//!   any [`crate::device::Device`] (the CUDA driver or the simulated device).
+//!   any [`crate::tensor::device::Device`] (the CUDA driver or the simulated device).
 
 pub(crate) mod blas;
 pub(crate) mod device;

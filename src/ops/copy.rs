@@ -1,16 +1,16 @@
 //! Copies: tensor to tensor (any strides), host memory in, host memory out.
 
-use super::elementwise::same_extents;
+use super::checks::same_extents;
 use super::submit::{submit, Submit};
 use super::Body;
 use crate::dispatch::{self, HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Value;
+use crate::tensor::handle::Tensor;
+use crate::tensor::value::Value;
 
 /// `dst = src`, element by element, whatever the two layouts. An overwrite: it
 /// constructs an unconstructed `dst` (dense row-major, `src`'s extents) and

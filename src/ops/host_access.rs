@@ -5,7 +5,7 @@ use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::deferred::HostAccess;
 
-impl crate::handle::Tensor {
+impl crate::tensor::handle::Tensor {
     /// Acquire a host access in `mode` and wait up to `timeout` (`None`:
     /// forever) until it is granted. A read waits for earlier writers, a
     /// write or update for every earlier access. A read or update of a

@@ -13,9 +13,9 @@ use super::submit::{submit, Submit};
 use super::{Body, OpName, ResolvedView};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::queue::Mode;
 use crate::runtime::Event;
+use crate::tensor::handle::Tensor;
 
 /// Why a kernel failed: a raw code (kept in the error object) and an optional message.
 ///

@@ -9,18 +9,18 @@
 
 use smallvec::SmallVec;
 
-use super::elementwise::same_dtype_and_domain;
+use super::checks::same_dtype_and_domain;
 use super::submit::{submit, Locked, Submit};
 use super::Body;
 use crate::dispatch::{self, KernelOp, ScalarSlot};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::kernels::check as shapes;
 use crate::layout::{Extents, Order};
 use crate::queue::Mode;
 use crate::runtime::Event;
-use crate::value::Value;
+use crate::tensor::handle::Tensor;
+use crate::tensor::value::Value;
 
 /// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
 #[derive(Clone, Copy)]

@@ -6,6 +6,7 @@
 //! the task runs, check poison, resolve views and run the body (`Operation::execute`),
 //! and finally poison or clean what it wrote (`Operation::commit`).
 
+mod checks;
 mod copy;
 mod elementwise;
 mod host_access;
@@ -24,12 +25,12 @@ use crate::dispatch::{self, Candidates, KernelOp};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::handle::{Repr, Tensor};
 use crate::layout::Layout;
 use crate::queue::Mode;
 use crate::runtime::body::TaskBody;
 use crate::runtime::run_ctx::RunCtx;
-use crate::value::Value;
+use crate::tensor::handle::{Repr, Tensor};
+use crate::tensor::value::Value;
 
 pub use crate::op_name::OpName;
 pub use crate::resolved::ResolvedView;
@@ -47,7 +48,7 @@ pub use submit::{EnrollTrace, Submit};
 /// state to find them.
 pub(crate) struct Access {
     /// The handle. For a whole value or a view it is a copy without a count
-    /// of its own (see [`crate::value::Counted`] for why the value, and the
+    /// of its own (see [`crate::tensor::value::Counted`] for why the value, and the
     /// view with the layout `layout` points into, outlive the task anyway);
     /// a coalesced view is a counted clone, dropped with the access (see
     /// [`Access::counted`]).
@@ -107,7 +108,7 @@ impl Access {
         self.tensor.root()
     }
 
-    pub(crate) fn set_geometry(&mut self, g: crate::view::Geometry<'_>) {
+    pub(crate) fn set_geometry(&mut self, g: crate::tensor::view::Geometry<'_>) {
         self.data = g.data;
         self.layout = g.layout;
         self.conj = g.conj;

@@ -23,10 +23,10 @@ use crate::runtime::task::Task;
 use crate::runtime::work::{Completion, Work};
 use std::sync::Arc;
 
-use crate::handle::Tensor;
 use crate::layout::Layout;
-use crate::region::Region;
-use crate::value::{Contents, StateGuard, Value, ValueState};
+use crate::tensor::handle::Tensor;
+use crate::tensor::region::Region;
+use crate::tensor::value::{Contents, StateGuard, Value, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.
 /// Sorting operations by these positions per value recovers the order the
@@ -364,10 +364,14 @@ fn enroll(
         if let Some(v) = t.view() {
             a.set_geometry(v.geometry());
         } else if let Some(c) = t.coalesced() {
-            a.set_geometry(crate::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
+            a.set_geometry(crate::tensor::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
         } else {
             let c = locked.state(i).contents.as_deref().expect("checked constructed above");
-            a.set_geometry(crate::view::Geometry { data: c.data(a.value().dtype()), layout: &c.layout, conj: false });
+            a.set_geometry(crate::tensor::view::Geometry {
+                data: c.data(a.value().dtype()),
+                layout: &c.layout,
+                conj: false,
+            });
         }
     }
 

@@ -12,15 +12,15 @@ use smallvec::SmallVec;
 use super::copy::copy;
 use super::elementwise::fill;
 use super::submit::Submit;
-use crate::blocks::BlockArray;
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::runtime::event::Event;
 use crate::runtime::waits;
-use crate::value::{check_domain, Value};
+use crate::tensor::blocks::BlockArray;
+use crate::tensor::handle::Tensor;
+use crate::tensor::value::{check_domain, Value};
 
 impl Tensor {
     /// A zero-filled tensor.

@@ -11,7 +11,7 @@ use super::copy::copy;
 use super::submit::Submit;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
+use crate::tensor::handle::Tensor;
 
 /// `inputs`, each in `domain`: the input itself, or (with `opts.transfer`) a
 /// temporary copy of it there.

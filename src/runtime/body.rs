@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::run_ctx::RunCtx;
 use super::token::{GrantedView, Keep, TokenInner};
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::tensor::value::Value;
 
 /// The body of an operation's task.
 pub(crate) trait TaskBody: std::any::Any + Send {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::device::{Device, Marker, StreamId};
 use crate::error::Result;
+use crate::tensor::device::{Device, Marker, StreamId};
 
 /// Where a device task's work is queued: its stream and the marker after it.
 pub(crate) type Issue = (StreamId, Marker);

@@ -23,8 +23,8 @@ use super::task::{ReadyList, Task};
 use super::token::{self, Finish, GrantedView, Keep, TokenInner};
 use super::work::{Completion, Job, Parked, Released, Work};
 use crate::error::{Error, Result, Status};
-use crate::region::Region;
-use crate::value::{settled_state, ValueRc};
+use crate::tensor::region::Region;
+use crate::tensor::value::{settled_state, ValueRc};
 
 /// Queue a ready task: barriers run at once in the calling thread, operations
 /// go to their runtime's workers.
@@ -322,7 +322,7 @@ fn finish_device(task: &Arc<Task>, parked: Parked) -> ReadyList {
         let op = body.get();
         // Device errors name the device layer; the error starts in this operation.
         if let Err(e) = &result {
-            if e.origin() == crate::device::ORIGIN {
+            if e.origin() == crate::tensor::device::ORIGIN {
                 result = Err(e.with_origin(op.origin()));
             }
         }
@@ -364,6 +364,6 @@ pub(crate) fn release(value: Released) -> Arc<Task> {
 /// A task that runs nothing (a release task holding a count of `t`'s
 /// value), for tests of the task graph and of task memory.
 #[cfg(test)]
-pub(crate) fn idle_task(t: &crate::handle::Tensor) -> Arc<Task> {
-    release(Released::Value(crate::value::ValueRc::new(t.root().clone())))
+pub(crate) fn idle_task(t: &crate::tensor::handle::Tensor) -> Arc<Task> {
+    release(Released::Value(crate::tensor::value::ValueRc::new(t.root().clone())))
 }

@@ -34,12 +34,12 @@ use super::task::Task;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::Status;
-use crate::handle::Tensor;
 use crate::layout::Order;
 use crate::queue::{EpochQueue, Mode};
-use crate::region::Region;
 use crate::sync::Mutex;
-use crate::value::ValueRc;
+use crate::tensor::handle::Tensor;
+use crate::tensor::region::Region;
+use crate::tensor::value::ValueRc;
 
 /// The value lock with its epoch queue.
 type Queue = Arc<Mutex<EpochQueue<Task>>>;

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use super::exec;
 use super::work::Released;
-use crate::counted::Release;
-use crate::region::Region;
-use crate::value::Value;
-use crate::view::View;
+use crate::tensor::counted::Release;
+use crate::tensor::region::Region;
+use crate::tensor::value::Value;
+use crate::tensor::view::View;
 
-/// Let go of a counted reference to `value` (see [`crate::value::ValueRc`]).
+/// Let go of a counted reference to `value` (see [`crate::tensor::value::ValueRc`]).
 ///
 /// Every count of a value goes here, under the value's lock, so a count
 /// that is not the last stays not the last until it has gone. The last one
@@ -20,10 +20,10 @@ use crate::view::View;
 pub(crate) fn release_value(value: Arc<Value>) {
     let ptr = Arc::as_ptr(&value);
     // SAFETY: the value stays alive while it is used: see `release_under`.
-    release_under(unsafe { &*ptr }, value, |last| Released::Value(crate::value::ValueRc::new(last)));
+    release_under(unsafe { &*ptr }, value, |last| Released::Value(crate::tensor::value::ValueRc::new(last)));
 }
 
-/// Let go of a counted reference to `view` (see [`crate::view::ViewRc`]),
+/// Let go of a counted reference to `view` (see [`crate::tensor::view::ViewRc`]),
 /// under its root value's lock, as [`release_value`] does for values. A
 /// last count that moves into a release task lets go of the view's contents
 /// first (see [`View::release_contents`]).
@@ -38,6 +38,18 @@ pub(crate) fn release_view(view: Arc<View>) {
         }
         Released::View(last)
     });
+}
+
+impl Release for Value {
+    fn release(count: Arc<Value>) {
+        release_value(count)
+    }
+}
+
+impl Release for View {
+    fn release(count: Arc<View>) {
+        release_view(count)
+    }
 }
 
 /// Drop `count` under `value`'s lock; if it is the last one and operations
@@ -64,17 +76,5 @@ fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) 
     drop(s);
     if task.release_guard() {
         exec::run(task);
-    }
-}
-
-impl Release for Value {
-    fn release(count: Arc<Value>) {
-        release_value(count)
-    }
-}
-
-impl Release for View {
-    fn release(count: Arc<View>) {
-        release_view(count)
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::body::TaskBody;
 use super::task::Task;
-use crate::value::Value;
+use crate::tensor::value::Value;
 
 thread_local! {
     /// Tasks running on this thread, innermost last (a waiting task may help

@@ -6,7 +6,7 @@
 //! last dependency; those that become ready are returned to the caller (the
 //! executor), which runs one inline and schedules the rest.
 //!
-//! Device tasks (operations that run on a device, see [`crate::device`])
+//! Device tasks (operations that run on a device, see [`crate::tensor::device`])
 //! have two ends instead of one: *issued* (their work is queued on a device
 //! stream, behind a marker) and *finished* (the device reported the work
 //! done, and the outcome is committed). A device task that meets another

@@ -12,7 +12,7 @@ mod size_budgets {
     #[test]
     fn hot_structures_stay_within_their_size_budgets() {
         let counts = crate::runtime::task::ARC_COUNTS;
-        assert_eq!(size_of::<crate::value::Value>() + counts, 64, "a value and its counts are one cache line");
+        assert_eq!(size_of::<crate::tensor::value::Value>() + counts, 64, "a value and its counts are one cache line");
         assert!(
             size_of::<crate::runtime::task::Task>() + counts <= 320,
             "a task is {} bytes, over its 320-byte size class",
@@ -26,7 +26,7 @@ mod guard {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
-    use crate::handle::Tensor;
+    use crate::tensor::handle::Tensor;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
 
@@ -110,12 +110,12 @@ mod queue {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
-    use crate::handle::Tensor;
+    use crate::tensor::handle::Tensor;
     use crate::layout::Order;
     use crate::queue::{EpochQueue, Mode};
-    use crate::region::Region;
     use crate::runtime::exec::idle_task as task;
     use crate::runtime::task::Task;
+    use crate::tensor::region::Region;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }

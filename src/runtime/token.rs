@@ -57,7 +57,7 @@ unsafe impl Send for GrantedView {}
 unsafe impl Sync for GrantedView {}
 
 /// What keeps an operand's storage alive while a token lives.
-pub(crate) type Keep = (crate::handle::Tensor, Option<Arc<crate::value::Contents>>);
+pub(crate) type Keep = (crate::tensor::handle::Tensor, Option<Arc<crate::tensor::value::Contents>>);
 
 enum State {
     /// The accesses are not granted yet; `early` is a finish that came first.

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Result, Status};
 use crate::queue::Mode;
-use crate::value::Value;
+use crate::tensor::value::Value;
 
 /// What one runtime's observation keeps.
 pub(crate) struct Observer {

@@ -12,8 +12,8 @@ use super::pool::{current_runtime, IDLE_RECHECK};
 use super::running::{current_task_holds, current_task_reaches};
 use super::task::Task;
 use crate::error::{Error, Result, Status};
-use crate::region::Region;
-use crate::value::Value;
+use crate::tensor::region::Region;
+use crate::tensor::value::Value;
 
 /// Block until `done()` or the deadline. On a worker thread, run queued tasks
 /// and rayon work while waiting, so the pool never hangs on its own waiters.
@@ -81,10 +81,10 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
     let mut s = value.state.lock();
     if s.queue.is_idle() {
         drop(s);
-        return crate::value::settled_state(value, region, ORIGIN);
+        return crate::tensor::value::settled_state(value, region, ORIGIN);
     }
     let event = Event::new();
-    let task = exec::barrier(crate::value::ValueRc::new(value.clone()), region.clone(), event.clone());
+    let task = exec::barrier(crate::tensor::value::ValueRc::new(value.clone()), region.clone(), event.clone());
     s.queue.enroll_barrier(&task, region);
     drop(s);
     event.bind(&task);
@@ -103,10 +103,10 @@ pub(crate) fn ready_value(value: &Arc<Value>, region: &Region) -> Event {
     let mut s = value.state.lock();
     if s.queue.is_idle() {
         drop(s);
-        event.complete(&crate::value::settled_state(value, region, ORIGIN));
+        event.complete(&crate::tensor::value::settled_state(value, region, ORIGIN));
         return event;
     }
-    let task = exec::barrier(crate::value::ValueRc::new(value.clone()), region.clone(), event.clone());
+    let task = exec::barrier(crate::tensor::value::ValueRc::new(value.clone()), region.clone(), event.clone());
     s.queue.enroll_barrier(&task, region);
     drop(s);
     event.bind(&task);

@@ -10,8 +10,8 @@ use super::device_work::Issued;
 use super::event::{Callback, Event};
 use super::guard::call_guarded;
 use crate::error::{Error, Result};
-use crate::region::Region;
-use crate::value::{Contents, ValueRc};
+use crate::tensor::region::Region;
+use crate::tensor::value::{Contents, ValueRc};
 
 /// How a task reports its outcome, and what it keeps alive until then
 /// (boxed in the task only when needed, so a plain pending task stays small).
@@ -129,5 +129,5 @@ impl Work {
 /// The last count of a value or of a view, kept by a release task.
 pub(crate) enum Released {
     Value(#[allow(dead_code)] ValueRc),
-    View(#[allow(dead_code)] Arc<crate::view::View>),
+    View(#[allow(dead_code)] Arc<crate::tensor::view::View>),
 }

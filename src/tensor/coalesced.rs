@@ -7,8 +7,8 @@ use smallvec::SmallVec;
 
 use crate::dtype::DType;
 use crate::layout::Layout;
-use crate::storage::Storage;
-use crate::value::ValueRc;
+use crate::tensor::storage::Storage;
+use crate::tensor::value::ValueRc;
 
 /// A coalesced view: several blocks as one strided tensor.
 pub(crate) struct Coalesced {

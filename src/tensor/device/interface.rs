@@ -1,49 +1,11 @@
-//! Devices (SPEC §2.7): the seam between the runtime and a GPU driver.
-//!
-//! The runtime, the operations and the CUDA dispatch backend
-//! (`crate::backends::device`) talk to a device only through the [`Device`]
-//! trait: memory, asynchronous copies and memsets, a few BLAS calls, and
-//! stream markers and notifications. Two implementations sit behind it:
-//!
-//! - `cuda`: a real CUDA device through `cudarc`, loaded at run time (no
-//!   toolkit at build time; no driver means "unavailable", never a crash);
-//! - [`sim`]: a simulated device whose "device memory" is host memory and
-//!   whose streams are threads, with fault injection. It lets every behaviour
-//!   except the leaf GPU kernels be tested on machines without a GPU.
-//!
-//! Which one a process uses is decided once, at the first use (`registry`):
-//! simulated devices when asked for (`TA_SIMULATED_DEVICES=n` or
-//! [`simulate`]), otherwise the CUDA driver if it loads and has devices.
-//!
-//! Conventions for every method:
-//! - Work is queued on a stream ([`StreamId`], an index below
-//!   [`Device::streams`]) and runs in queue order on that stream; methods
-//!   return once the work is queued, not done. An error returned by a method
-//!   means nothing was queued. An error that happens while the work runs
-//!   (asynchronously) reaches the next [`Device::notify`] callback of that
-//!   stream (and, on CUDA, usually every later one: such errors are sticky).
-//! - Pointers to memory (device or host) are raw addresses; the caller
-//!   guarantees they stay valid until the work is done (observed through
-//!   [`Device::notify`]).
-//! - BLAS-style calls follow BLAS conventions: column-major matrices with
-//!   leading dimensions; vectors as the address of their lowest-addressed
-//!   element plus a signed increment.
+//! The device interface: the [`Device`] trait and the types its methods
+//! take (see the module notes of [`crate::tensor::device`] for the conventions).
 
 use std::any::Any;
 use std::sync::Arc;
 
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
-
-mod cuda;
-pub(crate) mod memory;
-mod registry;
-pub mod sim;
-
-/// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
-#[doc(hidden)]
-pub use cuda::probe_for_tests;
-pub use registry::{device_count, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};
 
 /// The origin of errors raised by device implementations (the runtime
 /// replaces it with the operation's name when the error fails an operation).
@@ -158,6 +120,7 @@ pub trait Device: Send + Sync {
     /// # Safety
     /// Both regions are valid (and the destination writable) until the copy
     /// is done, and they do not overlap.
+    #[allow(clippy::too_many_arguments)] // the arguments of the CUDA/BLAS call it queues
     unsafe fn copy_2d(
         &self,
         stream: StreamId,
@@ -175,6 +138,7 @@ pub trait Device: Send + Sync {
     ///
     /// # Safety
     /// The region is valid device memory until the memset is done.
+    #[allow(clippy::too_many_arguments)] // the arguments of the CUDA/BLAS call it queues
     unsafe fn memset_2d(
         &self,
         stream: StreamId,
@@ -235,15 +199,4 @@ pub trait Device: Send + Sync {
     /// Call `notify` with the stream's status once the work queued on
     /// `stream` so far is done (see [`Notify`]).
     fn notify(&self, stream: StreamId, notify: Notify) -> Result<()>;
-}
-
-/// A description of the device with this ordinal (kind, name, memory), or
-/// why there is none.
-pub fn device_info(ordinal: u32) -> Result<String> {
-    device(ordinal).map(|d| d.describe())
-}
-
-/// The device with this ordinal, or why there is none.
-pub(crate) fn device(ordinal: u32) -> Result<Arc<dyn Device>> {
-    registry::get(ordinal)
 }

@@ -2,7 +2,7 @@
 //! value. A view is a durable handle: it shares its root value's epoch queue
 //! and poison state exactly, keeps the root's storage alive (even after every
 //! handle to the root is released), and carries its own layout, conj flag and
-//! the [`Region`] of the root it touches.
+//! the `Region` of the root it touches.
 //!
 //! Views are made at once, from the root's contents as of the last
 //! submission: a view of an unconstructed tensor cannot be made.
@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::counted::Counted;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::failpoint::{self, Site};
 use crate::layout::{Layout, Order};
-use crate::region::{IndexBox, Prog, Region};
-use crate::value::{Contents, ValueRc};
+use crate::tensor::counted::Counted;
+use crate::tensor::region::{IndexBox, Prog, Region};
+use crate::tensor::value::{Contents, ValueRc};
 
 /// How one root axis is reached from a view: either fixed at one index, or
 /// `start + step * i` along view axis `axis`.
@@ -156,7 +156,7 @@ impl View {
     }
 
     /// The view's last handle has gone, but operations on its value may
-    /// still be pending (see [`crate::counted`]). They need the
+    /// still be pending (see [`crate::tensor::counted`]). They need the
     /// view's layout, not its count of the contents: they point into the
     /// value's contents, which a writer that replaces them keeps alive until
     /// it has run, after them. Letting go of the count here lets such a

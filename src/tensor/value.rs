@@ -1,11 +1,11 @@
 //! Values (SPEC §2): the hazard record behind every tensor handle.
 //!
-//! A [`Value`] keeps the parts of §2 that belong to the data apart from the
+//! A `Value` keeps the parts of §2 that belong to the data apart from the
 //! handle: the descriptor (dtype, domain, layout), the owner token (the
-//! [`Storage`] in its [`Contents`]), the epoch token (the [`EpochQueue`] and
-//! the poison state). Handles ([`crate::handle::Tensor`]) and views
-//! ([`crate::view`]) point at a value through counted references
-//! ([`ValueRc`]).
+//! `Storage` in its `Contents`), the epoch token (the `TaskQueue` and
+//! the poison state). Handles (`crate::tensor::handle::Tensor`) and views
+//! (`crate::tensor::view`) point at a value through counted references
+//! (`ValueRc`).
 //!
 //! The layout and storage recorded in a value are fixed at submission time:
 //! an overwrite whose result shape is known (copy-in of a given shape, a copy
@@ -23,20 +23,20 @@ use std::sync::Arc;
 use parking_lot::lock_api;
 use thin_vec::ThinVec;
 
-use crate::counted::Counted;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
-use crate::queue::{EpochQueue, TaskQueue};
-use crate::region::Region;
-use crate::storage::Storage;
+use crate::queue::TaskQueue;
+use crate::tensor::counted::Counted;
+use crate::tensor::region::Region;
+use crate::tensor::storage::Storage;
 
 /// What a constructed value holds: backing storage and the layout of its
 /// elements in it. Immutable: a value's contents are replaced, never modified,
 /// so an access can keep pointing at the contents it was enrolled with.
 ///
-/// The storage is held inline (one allocation fewer per tensor). Values that
+/// The storage is held inline (one allocation per tensor). Values that
 /// share one allocation (block arrays) each hold a `Storage` wrapping their
 /// part of it, whose release hook keeps the shared allocation alive.
 pub(crate) struct Contents {
@@ -102,12 +102,8 @@ impl ValueState {
 }
 
 /// How many values hold poison right now, process-wide. A running task
-/// checks it before its operands' own flags: with no poison anywhere (the
-/// usual case) it never reads its values' line, which the submitting thread
-/// writes on every submission (its lock and queue live there), so that line
-/// does not travel between the submitter's core and the workers' per task.
-/// The count changes only when a value gains its first poison or loses its
-/// last, and stays on one read-shared line otherwise.
+/// checks it before its operands' own flags, so that without poison it
+/// never reads its values' state (see docs/perf-notes/tensor.md).
 static POISONED_VALUES: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether some value may hold poison (see [`POISONED_VALUES`]). Ordered like
@@ -128,18 +124,13 @@ pub fn poisoned_values_for_tests() -> usize {
 /// A hazard record: one epoch queue plus the value it orders.
 pub(crate) struct Value {
     /// The state, behind a lock whose word also holds the value's small
-    /// fields (see [`ValueLock`]), so that the value with its reference
-    /// counts fills one cache line (64 bytes), which only submitting threads
-    /// use per operation: accesses copy the dtype and domain codes, and tasks
-    /// read the poison flag only while some value holds poison (see
-    /// [`POISONED_VALUES`]).
+    /// fields (see [`ValueLock`]): the value and its counts fit one cache
+    /// line (see docs/perf-notes/tensor.md).
     pub(crate) state: StateMutex,
 }
 
 /// The lock of a value's state, and the value's fields that are read
-/// without it, in one 8-byte word: a separate `parking_lot::Mutex` would pad
-/// its one-byte lock to the state's alignment, and these fields would take
-/// another word after it.
+/// without it, in one 8-byte word (a separate mutex would take two).
 pub(crate) struct ValueLock {
     raw: parking_lot::RawMutex,
     /// Mirrors `!state.poison.is_empty()` (written under the lock), so a task
@@ -230,7 +221,7 @@ impl Value {
             flags: if read_only { READ_ONLY } else { 0 } | if fixed { FIXED } else { 0 },
             ..<ValueLock as lock_api::RawMutex>::INIT
         };
-        let state = ValueState { queue: EpochQueue::default(), contents, poison: ThinVec::new() };
+        let state = ValueState { queue: TaskQueue::default(), contents, poison: ThinVec::new() };
         Arc::new(Value { state: StateMutex::from_raw(word, state) })
     }
 
@@ -352,7 +343,7 @@ impl Value {
             })?;
         let storage = match domain {
             Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
-            Domain::Cuda(d) => crate::device::memory::alloc(d, bytes, origin)?,
+            Domain::Cuda(d) => crate::tensor::device::memory::alloc(d, bytes, origin)?,
         };
         Ok(Contents::owning(storage, layout))
     }
@@ -362,7 +353,7 @@ impl Value {
 pub(crate) fn check_domain(domain: Domain, origin: &'static str) -> Result<()> {
     match domain {
         Domain::Host => Ok(()),
-        Domain::Cuda(n) => crate::device::device(n).map(drop).map_err(|e| e.with_origin(origin)),
+        Domain::Cuda(n) => crate::tensor::device::registry::device(n).map(drop).map_err(|e| e.with_origin(origin)),
     }
 }
 

@@ -1,12 +1,12 @@
 //! Sub-range hazards: which elements of a value an access touches.
 //!
-//! Accesses through views carry a [`Region`]. Two accesses to one value
+//! Accesses through views carry a `Region`. Two accesses to one value
 //! conflict only if their regions can overlap and one of them writes; the
 //! test never misses an overlap (it may report one that is not there), so
 //! results stay exactly those of sequential execution.
 //!
 //! The rule and its cost:
-//! - A whole-value access is [`Region::Full`]: it conflicts with everything.
+//! - A whole-value access is `Region::Full`: it conflicts with everything.
 //! - A view made by slicing and permuting keeps an exact *index box*: per axis
 //!   of the root value, an arithmetic progression of indices. Two boxes are
 //!   disjoint if, on some root axis, their progressions share no index (bounds

@@ -1,7 +1,7 @@
 //! Tensor handles (SPEC §2): a [`Tensor`] is a durable handle to a whole
 //! value, a view of one, or a coalesced view of several blocks of a block
 //! array. Cloning a handle shares it; dropping one releases its count of the
-//! value (see [`crate::counted`]), never blocking.
+//! value (see [`crate::tensor::counted`]), never blocking.
 //!
 //! The methods here describe and derive handles without submitting
 //! anything. Those that submit operations or wait (creation with contents,
@@ -11,20 +11,20 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::coalesced::Coalesced;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Extents, Layout, Order};
-use crate::region::Region;
-use crate::storage::{ReleaseFn, Storage};
-use crate::value::{check_domain, Contents, Value, ValueRc};
-use crate::view::{SliceSpec, View, ViewRc};
+use crate::tensor::coalesced::Coalesced;
+use crate::tensor::region::Region;
+use crate::tensor::storage::{ReleaseFn, Storage};
+use crate::tensor::value::{check_domain, Contents, Value, ValueRc};
+use crate::tensor::view::{SliceSpec, View, ViewRc};
 
 static FULL_REGION: Region = Region::Full;
 
 /// A handle to an asynchronous tensor: a whole value, or a view of one (see
-/// [`crate::view`]). Cloning the handle shares it (same data, same epoch
+/// the view module). Cloning the handle shares it (same data, same epoch
 /// queue: a structural copy); [`Tensor::deep_copy`] makes a new value with
 /// a copy of the elements.
 /// Releasing a handle never blocks, and pending operations keep the data alive.
@@ -83,6 +83,7 @@ impl Tensor {
 
     /// The value (hazard record) this handle orders on: itself, a view's
     /// root, or a coalesced view's first block.
+    #[inline]
     pub(crate) fn root(&self) -> &Arc<Value> {
         match &self.0 {
             Repr::Value(v) => v.arc(),
@@ -186,6 +187,7 @@ impl Tensor {
     }
 
     /// Domain (host or CUDA device).
+    #[inline]
     pub fn domain(&self) -> Domain {
         self.root().domain()
     }
@@ -235,8 +237,6 @@ impl Tensor {
     pub fn same_value(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(self.root(), other.root())
     }
-
-    /// Whether two handles order on the same value (the same epoch queue).
 
     /// Derive a new view from this handle seen as a view.
     fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {

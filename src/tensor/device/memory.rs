@@ -4,9 +4,9 @@
 
 use std::ptr::NonNull;
 
-use super::device;
+use super::registry::device;
 use crate::error::{Error, Result, Status};
-use crate::storage::Storage;
+use crate::tensor::storage::Storage;
 
 /// `bytes` of device memory on device `ordinal` (uninitialised).
 pub(crate) fn alloc(ordinal: u32, bytes: usize, origin: &'static str) -> Result<Storage> {

@@ -9,7 +9,10 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use super::{cuda, sim, Device};
+use super::cuda::probe;
+use super::interface::Device;
+use super::sim::control::{find, SimControl};
+use super::sim::device::SimDevice;
 use crate::error::{Error, Result, Status};
 
 /// The environment variable that selects simulated devices (a count, 1..=16).
@@ -51,10 +54,10 @@ fn registry() -> &'static Registry {
         let request = SIM_REQUEST.lock().clone().or_else(sim_from_env);
         if let Some(cfg) = request {
             let devices =
-                (0..cfg.devices).map(|i| Arc::new(sim::SimDevice::new(i, cfg.streams)) as Arc<dyn Device>).collect();
+                (0..cfg.devices).map(|i| Arc::new(SimDevice::new(i, cfg.streams)) as Arc<dyn Device>).collect();
             return Registry { devices, why_none: String::new(), simulated: true };
         }
-        match cuda::probe() {
+        match probe() {
             Ok(list) if !list.is_empty() => Registry { devices: list, why_none: String::new(), simulated: false },
             Ok(_) => {
                 Registry { devices: vec![], why_none: "the CUDA driver reports no devices".into(), simulated: false }
@@ -100,8 +103,14 @@ pub fn device_count() -> Result<usize> {
     Ok(r.devices.len())
 }
 
-/// The device with this ordinal.
-pub(crate) fn get(ordinal: u32) -> Result<Arc<dyn Device>> {
+/// A description of the device with this ordinal (kind, name, memory), or
+/// why there is none.
+pub fn device_info(ordinal: u32) -> Result<String> {
+    device(ordinal).map(|d| d.describe())
+}
+
+/// The device with this ordinal, or why there is none.
+pub(crate) fn device(ordinal: u32) -> Result<Arc<dyn Device>> {
     let r = registry();
     if r.devices.is_empty() {
         return Err(Error::new(
@@ -117,4 +126,24 @@ pub(crate) fn get(ordinal: u32) -> Result<Arc<dyn Device>> {
             format!("there is no CUDA device {ordinal} ({} present)", r.devices.len()),
         )
     })
+}
+
+/// The controls of simulated device `ordinal`, or None if this process does
+/// not use simulated devices or has no such device.
+///
+/// Devices come into being when the device registry is first used (for
+/// example [`simulate`]); when [`SIMULATED_DEVICES_ENV`] is set, this
+/// function initialises the registry itself.
+pub fn control(ordinal: u32) -> Option<Arc<SimControl>> {
+    if let Some(c) = find(ordinal) {
+        return Some(c);
+    }
+    if std::env::var_os(SIMULATED_DEVICES_ENV).is_some() {
+        // With the variable set, the registry makes simulated devices (or has
+        // already decided); either way this cannot load a driver that the
+        // process did not ask for.
+        is_simulated();
+        return find(ordinal);
+    }
+    None
 }

@@ -19,14 +19,14 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::coalesced::Coalesced;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::handle::Tensor;
 use crate::layout::{Layout, Order};
-use crate::storage::Storage;
-use crate::value::{Contents, Value, ValueRc};
+use crate::tensor::coalesced::Coalesced;
+use crate::tensor::handle::Tensor;
+use crate::tensor::storage::Storage;
+use crate::tensor::value::{Contents, Value, ValueRc};
 
 /// How the blocks cut the array.
 enum Shape {
@@ -63,7 +63,7 @@ impl BlockArray {
         domain: Domain,
     ) -> Result<BlockArray> {
         const O: &str = "blocks_new_tiled";
-        crate::value::check_domain(domain, O)?;
+        crate::tensor::value::check_domain(domain, O)?;
         if tile.len() != extents.len() {
             return Err(Error::new(
                 Status::ShapeMismatch,
@@ -71,7 +71,7 @@ impl BlockArray {
                 format!("tile extents {tile:?} do not fit an array of extents {extents:?} (rank differs)"),
             ));
         }
-        if tile.iter().any(|&t| t == 0) {
+        if tile.contains(&0) {
             return Err(Error::new(Status::InvalidArgument, O, format!("tile extents {tile:?} must be positive")));
         }
         let grid: SmallVec<[usize; 4]> = extents.iter().zip(tile).map(|(&e, &t)| e.div_ceil(t)).collect();
@@ -97,7 +97,7 @@ impl BlockArray {
     /// host, uninitialised on a device (see `BlockArray::list`).
     pub(crate) fn list_unfilled(dtype: DType, shapes: &[&[usize]], order: Order, domain: Domain) -> Result<BlockArray> {
         const O: &str = "blocks_new_list";
-        crate::value::check_domain(domain, O)?;
+        crate::tensor::value::check_domain(domain, O)?;
         let mut layouts = Vec::with_capacity(shapes.len());
         let mut offset = 0usize;
         for s in shapes {
@@ -311,7 +311,7 @@ fn alloc(
         })?;
     let storage = match domain {
         Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
-        Domain::Cuda(d) => crate::device::memory::alloc(d, bytes, origin)?,
+        Domain::Cuda(d) => crate::tensor::device::memory::alloc(d, bytes, origin)?,
     };
     Ok((Arc::new(storage), layout))
 }

@@ -1,13 +1,13 @@
 //! Counted references whose counts go under their value's lock.
 //!
-//! A count taken by the submitter and dropped by a worker for every task
-//! would move the object's cache line between the two threads twice per
-//! task. The objects pending operations point at without a count of their
-//! own (values and views) outlive those tasks by another rule: every count
-//! goes under its value's lock, and the last one, if tasks are still queued
-//! on the value, moves into a release task enrolled behind them. So the last
-//! count goes only when the queue is idle, and nothing can be enrolled
-//! through the object after that (enrolling needs a counted reference).
+//! Pending operations point at values and views without a count of their
+//! own (a count per task would move the object between the submitter's and
+//! the worker's caches; see docs/perf-notes/tensor.md). The objects outlive
+//! those tasks by another rule: every count goes under its value's lock,
+//! and the last one, if tasks are still queued on the value, moves into a
+//! release task enrolled behind them. So the last count goes only when the
+//! queue is idle, and nothing can be enrolled through the object after that
+//! (enrolling needs a counted reference).
 //! Every count of a value is a `ValueRc` and every count of a view a
 //! `ViewRc`, the runtime's own wait and release tasks' included, so that no
 //! count goes around the lock.
