@@ -12,11 +12,11 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::Element;
 use crate::error::{Error, Result, Status};
-use crate::tensor::handle::Tensor;
 use crate::ndview;
 use crate::queue::Mode;
 use crate::runtime::deferred::{GrantedView, HostAccess};
 use crate::runtime::event::Event;
+use crate::tensor::handle::Tensor;
 
 /// Read access to a tensor's elements, held until the guard is dropped:
 /// writers submitted meanwhile wait for it. A conj view's elements are read

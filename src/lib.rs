@@ -78,66 +78,6 @@ mod sync;
 mod sysblas;
 mod tensor;
 
-/// Which BLAS library the BLAS backend loaded, if any.
-///
-/// ```
-/// let info = tensorasync::blas_info();
-/// # let _ = info;
-/// ```
-pub use sysblas::library::blas_info;
-/// A tiled (or listed) array of tensor blocks, each with its own epoch queue.
-///
-/// ```
-/// use tensorasync::{BlockArray, DType, Order};
-/// let b = BlockArray::tiled(DType::F64, &[4, 4], &[2, 2], Order::RowMajor, Default::default()).unwrap();
-/// assert_eq!(b.count(), 4);
-/// assert_eq!(b.tile(&[1, 0]).unwrap().extents().unwrap().as_slice(), &[2, 2]);
-/// ```
-pub use tensor::blocks::BlockArray;
-/// How many CUDA devices there are (real or simulated).
-///
-/// ```
-/// match tensorasync::device_count() {
-///     Ok(n) => assert!(n > 0),
-///     Err(e) => assert_eq!(e.status(), tensorasync::Status::CudaUnavailable),
-/// }
-/// ```
-pub use tensor::device::device_count;
-/// What is known about one device (name, memory, compute capability).
-///
-/// ```
-/// assert!(tensorasync::simulate(Default::default()));
-/// assert!(tensorasync::device_info(0).is_ok());
-/// ```
-pub use tensor::device::device_info;
-/// Whether this process's devices are simulated.
-///
-/// ```
-/// assert!(tensorasync::simulate(Default::default()));
-/// assert!(tensorasync::is_simulated());
-/// ```
-pub use tensor::device::is_simulated;
-/// Use simulated devices in this process (before the first device use).
-///
-/// ```
-/// use tensorasync::{device_count, simulate, SimConfig};
-/// assert!(simulate(SimConfig { devices: 3, streams: 2 }));
-/// assert_eq!(device_count().unwrap(), 3);
-/// ```
-pub use tensor::device::simulate;
-/// The simulated devices' configuration.
-///
-/// ```
-/// let c = tensorasync::SimConfig::default();
-/// assert_eq!((c.devices, c.streams), (2, 4));
-/// ```
-pub use tensor::device::SimConfig;
-/// The environment variable that selects simulated devices.
-///
-/// ```
-/// assert_eq!(tensorasync::SIMULATED_DEVICES_ENV, "TA_SIMULATED_DEVICES");
-/// ```
-pub use tensor::device::SIMULATED_DEVICES_ENV;
 /// A backend family.
 ///
 /// ```
@@ -403,6 +343,67 @@ pub use runtime::ShutdownMode;
 /// t.wait(None).unwrap();
 /// ```
 pub use runtime::Token;
+/// Which BLAS library the BLAS backend loaded, if any.
+///
+/// ```
+/// let info = tensorasync::blas_info();
+/// # let _ = info;
+/// ```
+pub use sysblas::library::blas_info;
+/// A tiled (or listed) array of tensor blocks, each with its own epoch queue.
+///
+/// ```
+/// use tensorasync::{BlockArray, DType, Order};
+/// let b = BlockArray::tiled(DType::F64, &[4, 4], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+/// assert_eq!(b.count(), 4);
+/// assert_eq!(b.tile(&[1, 0]).unwrap().extents().unwrap().as_slice(), &[2, 2]);
+/// ```
+pub use tensor::blocks::BlockArray;
+/// How many CUDA devices there are (real or simulated).
+///
+/// ```
+/// match tensorasync::device_count() {
+///     Ok(n) => assert!(n > 0),
+///     Err(e) => assert_eq!(e.status(), tensorasync::Status::CudaUnavailable),
+/// }
+/// ```
+pub use tensor::device::device_count;
+/// What is known about one device (name, memory, compute capability).
+///
+/// ```
+/// assert!(tensorasync::simulate(Default::default()));
+/// assert!(tensorasync::device_info(0).is_ok());
+/// ```
+pub use tensor::device::device_info;
+/// Whether this process's devices are simulated.
+///
+/// ```
+/// assert!(tensorasync::simulate(Default::default()));
+/// assert!(tensorasync::is_simulated());
+/// ```
+pub use tensor::device::is_simulated;
+/// Use simulated devices in this process (before the first device use).
+///
+/// ```
+/// use tensorasync::{device_count, simulate, SimConfig};
+/// assert!(simulate(SimConfig { devices: 3, streams: 2 }));
+/// assert_eq!(device_count().unwrap(), 3);
+/// ```
+pub use tensor::device::simulate;
+/// The simulated devices' configuration.
+///
+/// ```
+/// let c = tensorasync::SimConfig::default();
+/// assert_eq!((c.devices, c.streams), (2, 4));
+/// ```
+pub use tensor::device::SimConfig;
+/// The environment variable that selects simulated devices.
+///
+/// ```
+/// assert_eq!(tensorasync::SIMULATED_DEVICES_ENV, "TA_SIMULATED_DEVICES");
+/// ```
+pub use tensor::device::SIMULATED_DEVICES_ENV;
+pub use tensor::handle::Tensor;
 /// Releases wrapped host memory after its last access (see [`Tensor::wrap`]).
 ///
 /// ```
@@ -410,7 +411,6 @@ pub use runtime::Token;
 /// # drop(release);
 /// ```
 pub use tensor::storage::ReleaseFn;
-pub use tensor::handle::Tensor;
 /// One axis of a slice.
 ///
 /// ```

@@ -5,10 +5,10 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 
 use crate::dtype::Element;
 use crate::error::{Error, Result, Status};
-use crate::tensor::handle::Tensor;
 use crate::layout::{Layout, Order};
 use crate::ops::{self, Submit};
 use crate::runtime::event::Event;
+use crate::tensor::handle::Tensor;
 
 impl Tensor {
     /// A host tensor holding a copy of `a` (any layout: strides of any sign,

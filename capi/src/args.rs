@@ -1,7 +1,7 @@
 //! Decoding of C arguments: enumerations, arrays, layouts and timeouts.
 
-use ta::Domain;
 use ta::DType;
+use ta::Domain;
 use ta::{Error, Status};
 use ta::{Layout, Order};
 

@@ -9,12 +9,12 @@ use super::args::timeout_arg;
 use super::mapping::mode_arg;
 use super::{arg, guard, make_handle, need, put, ta_error, ta_mode, ta_status, ta_tensor};
 use ta::DType;
-use ta::{Error, Status};
-use ta::{Layout, Order};
-use ta::Mode;
 use ta::HostAccess;
+use ta::Mode;
 use ta::ReleaseFn;
 use ta::Tensor;
+use ta::{Error, Status};
+use ta::{Layout, Order};
 
 /// `DLPackVersion`.
 #[repr(C)]

@@ -6,9 +6,9 @@ use super::args::timeout_arg;
 use super::{
     arg, guard, make_handle, need, put, ta_error, ta_event, ta_mapping, ta_mode, ta_status, ta_tensor, ta_view,
 };
-use ta::{Error, Status};
-use ta::Mode;
 use ta::GrantedView;
+use ta::Mode;
+use ta::{Error, Status};
 
 pub(crate) fn mode_arg(m: ta_mode, origin: &'static str) -> Result<Mode, Error> {
     Mode::from_u32(m).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("mode {m} is not a ta_mode")))

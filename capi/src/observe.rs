@@ -5,8 +5,8 @@ use std::ffi::CStr;
 use std::os::raw::c_char;
 
 use super::{arg, guard, need, put, ta_error, ta_runtime, ta_status};
-use ta::{Error, Status};
 use ta::DumpFormat;
+use ta::{Error, Status};
 
 /// Options of `ta_runtime_trace_start`. Zero-initialise it and set
 /// `struct_size` to `sizeof(ta_trace_options)`: later versions of the

@@ -5,10 +5,10 @@ use std::ffi::c_void;
 use super::args::{array_arg, domain_arg, dtype_arg, layout_arg, order_arg, timeout_arg};
 use super::{arg, guard, make_handle, need, put, ta_error, ta_status, ta_tensor};
 use super::{ta_domain, ta_dtype, ta_order, ta_release_fn};
-use ta::{Error, Status};
 use ta::Layout;
 use ta::ReleaseFn;
 use ta::Tensor;
+use ta::{Error, Status};
 
 /// Create an unconstructed tensor: dtype and domain known, no shape yet. An
 /// overwrite (`ta_copy_in`, `ta_copy`) constructs it; reading it before that

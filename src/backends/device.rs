@@ -26,7 +26,6 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::native::copy_layouts;
-use crate::tensor::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::dispatch::backend::{Backend, BackendKind, Issued, Outcome, RunCtx};
 use crate::dispatch::op::{HostBuffer, KernelOp, OpTag, ScalarSlot};
 use crate::domain::Domain;
@@ -38,6 +37,7 @@ use crate::kernels::mat2::Mat2;
 use crate::kernels::operand::Operand;
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
 use crate::resolved::ResolvedView;
+use crate::tensor::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
 use crate::with_element_type;
 
 /// The backend for device tensors (every CUDA device, real or simulated).

@@ -34,4 +34,3 @@ pub use deferred::{HostAccess, Token};
 pub use event::{Callback, Event};
 pub use handle::{Runtime, ShutdownMode};
 pub use token::GrantedView;
-

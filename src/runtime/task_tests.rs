@@ -26,9 +26,9 @@ mod guard {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
-    use crate::tensor::handle::Tensor;
     use crate::layout::Order;
     use crate::runtime::exec::idle_task as task;
+    use crate::tensor::handle::Tensor;
 
     fn scalar() -> Tensor {
         Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()
@@ -110,11 +110,11 @@ mod queue {
 
     use crate::domain::Domain;
     use crate::dtype::DType;
-    use crate::tensor::handle::Tensor;
     use crate::layout::Order;
     use crate::queue::{EpochQueue, Mode};
     use crate::runtime::exec::idle_task as task;
     use crate::runtime::task::Task;
+    use crate::tensor::handle::Tensor;
     use crate::tensor::region::Region;
 
     fn span(i: isize) -> Region {
