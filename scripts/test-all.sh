@@ -53,6 +53,11 @@ if ! cbindgen --version 2>/dev/null | grep -q "$CBINDGEN_VERSION"; then
   cargo install cbindgen --version "$CBINDGEN_VERSION" --locked
 fi
 
+step "Rust hygiene: cargo fmt --check, cargo clippy -D warnings, cargo doc without warnings"
+cargo fmt --all --check
+cargo clippy --release --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tensorasync
+
 step "Rust tests (cargo test --release)"
 cargo test --release
 

@@ -4,7 +4,7 @@
 //! implementations of every command, so that everything the library does with
 //! a GPU except the real kernels can be tested on machines without one:
 //! device tensors, stream ordering, staging copies, error paths, and "no CPU
-//! worker blocks on the GPU". [`SimControl`] (see [`control`]) lets tests
+//! worker blocks on the GPU". [`SimControl`] (see `control`) lets tests
 //! pause streams, inject failures, limit memory and inspect what ran.
 //!
 //! How it works:
@@ -25,7 +25,7 @@
 //! - A panic inside a command (or a notify callback) is caught and recorded
 //!   as `CUDA_ERROR_UNKNOWN` on that stream; the stream keeps running.
 //!
-//! The parts: [`control`] (the test controls, fault injection included),
+//! The parts: `control` (the test controls, fault injection included),
 //! `commands` (what a stream queues), `memory` (the simulated allocations),
 //! `stream` (the stream threads that interpret commands), `kernels` (the
 //! reference BLAS), `faults` (asynchronous failures and CUDA error names)
