@@ -366,8 +366,6 @@ impl Element for Complex64 {
 }
 
 /// Call `$body` with `$T` bound to the Rust element type of `$dtype`.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! with_element_type {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::dtype::DType;
@@ -423,6 +421,7 @@ macro_rules! with_element_type {
         }
     }};
 }
+pub(crate) use with_element_type;
 
 #[cfg(test)]
 mod tests {

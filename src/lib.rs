@@ -72,6 +72,7 @@ mod ndview;
 mod op_name;
 pub mod ops;
 mod queue;
+mod region;
 mod resolved;
 mod runtime;
 mod sync;

@@ -7,7 +7,7 @@
 //!
 //! Accesses through views carry the [`Region`] they touch, and two accesses
 //! conflict only if their regions may overlap and one of them writes (see
-//! [`crate::tensor::region`] for the test and its cost). So the queue keeps a
+//! [`crate::region`] for the test and its cost). So the queue keeps a
 //! *frontier*: the accesses that a later access may have to wait for. A new
 //! access waits for every frontier entry it conflicts with; a writer then
 //! removes the entries its region covers (anything that conflicts with them
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use thin_vec::ThinVec;
 
-use crate::tensor::region::Region;
+use crate::region::Region;
 
 /// What waits on a queue: a node of the dependency graph (the runtime's
 /// task). The queue only adds edges between waiters and asks which are done.

@@ -29,6 +29,7 @@ use super::native::copy_layouts;
 use crate::dispatch::backend::{Backend, BackendKind, Issued, Outcome, RunCtx};
 use crate::dispatch::op::{HostBuffer, KernelOp, OpTag, ScalarSlot};
 use crate::domain::Domain;
+use crate::dtype::with_element_type;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::kernels::blas_plan;
@@ -38,7 +39,6 @@ use crate::kernels::operand::Operand;
 use crate::layout::{for_each_plane, for_each_run, Layout, Order};
 use crate::resolved::ResolvedView;
 use crate::tensor::device::{self, DevPtr, Device, GemmArgs, Place, StreamId, Trans};
-use crate::with_element_type;
 
 /// The backend for device tensors (every CUDA device, real or simulated).
 pub(crate) struct DeviceBackend;

@@ -1,6 +1,6 @@
 //! Backends: each implements [`crate::dispatch::backend::Backend`] over the
 //! shared kernels (`crate::kernels`), the system BLAS (`crate::sysblas`) or a
-//! device; `crate::dispatch::registry` lists them in preference order.
+//! device; `registry` lists them in preference order.
 //!
 //! - `native`: the pure-Rust CPU backend (every operation, every dtype);
 //! - `blas`: the backend over the system BLAS library (gemm only);
@@ -10,3 +10,4 @@
 pub(crate) mod blas;
 pub(crate) mod device;
 pub(crate) mod native;
+pub(crate) mod registry;

@@ -4,6 +4,7 @@
 use crate::dispatch::backend::{Backend, BackendKind, Outcome, RunCtx};
 use crate::dispatch::op::{HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
+use crate::dtype::with_element_type;
 use crate::dtype::{DType, Element, Imm, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::kernels::contract;
@@ -16,7 +17,6 @@ use crate::kernels::syrk;
 use crate::kernels::trsm;
 use crate::layout::{for_each_run, Layout};
 use crate::resolved::ResolvedView;
-use crate::with_element_type;
 
 /// The native backend (always present, every dtype, any strides).
 pub(crate) struct NativeBackend;

@@ -7,9 +7,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod op;
-pub(crate) mod registry;
 
 pub(crate) use backend::RunCtx;
 pub use backend::{BackendKind, Selector};
 pub(crate) use op::{ContractArgs, HostBuffer, KernelOp, OpTag, ScalarSlot};
-pub(crate) use registry::{select, walk, Candidates};

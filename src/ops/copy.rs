@@ -3,7 +3,8 @@
 use super::checks::same_extents;
 use super::submit::{submit, Submit};
 use super::Body;
-use crate::dispatch::{self, HostBuffer, KernelOp, OpTag};
+use crate::backends::registry;
+use crate::dispatch::{HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
@@ -27,7 +28,7 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
     // Copies cross domains: a device side decides where the copy runs (the
     // destination's device, if both are devices).
     let domain = if dst.domain() == Domain::Host { src.domain() } else { dst.domain() };
-    let candidates = dispatch::select(OpTag::Copy, dst.dtype(), domain, opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::Copy, dst.dtype(), domain, opts.selector, ORIGIN)?;
     let body = Body::Native { op: KernelOp::Copy, candidates };
     let dtype = dst.dtype();
     let dst_domain = dst.domain();
@@ -53,7 +54,7 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
 pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "copy_in";
     check_host_buffer(ptr, &src, dst, ORIGIN)?;
-    let candidates = dispatch::select(OpTag::CopyIn, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::CopyIn, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
     let extents = src.extents.clone();
     let dtype = dst.dtype();
     let domain = dst.domain();
@@ -112,7 +113,7 @@ pub unsafe fn copy_out(
         return Err(Error::new(Status::InvalidArgument, ORIGIN, "destination strides make elements overlap"));
     }
     check_host_buffer(ptr, &layout, src, ORIGIN)?;
-    let candidates = dispatch::select(OpTag::CopyOut, src.dtype(), src.domain(), opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::CopyOut, src.dtype(), src.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: KernelOp::CopyOut(Box::new(HostBuffer { ptr, layout })), candidates };
     submit(ORIGIN, ORIGIN, &[(src, Mode::Read)], body, opts, |l| {
         if l.layout(0).is_some_and(|have| have.extents != extents) {

@@ -3,7 +3,8 @@
 use super::checks::{same_dtype_and_domain, same_extents};
 use super::submit::{submit, Submit};
 use super::Body;
-use crate::dispatch::{self, KernelOp, OpTag};
+use crate::backends::registry;
+use crate::dispatch::{KernelOp, OpTag};
 use crate::dtype::{Imm, Scalar};
 use crate::error::Result;
 use crate::queue::Mode;
@@ -15,7 +16,7 @@ pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Optio
     const ORIGIN: &str = "fill";
     let value = value.into();
     value.check_for(t.dtype(), ORIGIN)?;
-    let candidates = dispatch::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: KernelOp::Fill(value), candidates };
     submit(ORIGIN, ORIGIN, &[(t, Mode::Write)], body, opts, |_| Ok(()))
 }
@@ -25,7 +26,7 @@ pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Opti
     const ORIGIN: &str = "scale";
     let alpha = alpha.into();
     alpha.check_for(x.dtype(), ORIGIN)?;
-    let candidates = dispatch::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: KernelOp::Scale(alpha), candidates };
     submit(ORIGIN, ORIGIN, &[(x, Mode::Update)], body, opts, |_| Ok(()))
 }
@@ -37,7 +38,7 @@ pub fn axpy(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_>) -> Result<O
     let x = &staged[0];
     same_dtype_and_domain(ORIGIN, &[y, x])?;
     alpha.check_for(y.dtype(), ORIGIN)?;
-    let candidates = dispatch::select(OpTag::Axpy, y.dtype(), y.domain(), opts.selector, ORIGIN)?;
+    let candidates = registry::select(OpTag::Axpy, y.dtype(), y.domain(), opts.selector, ORIGIN)?;
     let body = Body::Native { op: KernelOp::Axpy(alpha), candidates };
     submit(ORIGIN, ORIGIN, &[(y, Mode::Update), (x, Mode::Read)], body, opts, |l| same_extents(ORIGIN, l, 0, 1))
 }

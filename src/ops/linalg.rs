@@ -12,7 +12,8 @@ use smallvec::SmallVec;
 use super::checks::same_dtype_and_domain;
 use super::submit::{submit, Locked, Submit};
 use super::Body;
-use crate::dispatch::{self, KernelOp, ScalarSlot};
+use crate::backends::registry;
+use crate::dispatch::{KernelOp, ScalarSlot};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::kernels::check as shapes;
@@ -160,7 +161,7 @@ fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str
 }
 
 fn native(op: KernelOp, dtype: DType, c: &Tensor, opts: &Submit<'_>, origin: &'static str) -> Result<Body> {
-    let candidates = dispatch::select(op.tag(), dtype, c.domain(), opts.selector, origin)?;
+    let candidates = registry::select(op.tag(), dtype, c.domain(), opts.selector, origin)?;
     Ok(Body::Native { op, candidates })
 }
 
@@ -273,7 +274,7 @@ pub fn contract<'a>(
     args.push(b, Mode::Read);
     let alpha = args.scalar(alpha.into())?;
     let beta_slot = beta.map(|s| args.scalar(s)).transpose()?;
-    let op = KernelOp::Contract(Box::new(dispatch::ContractArgs {
+    let op = KernelOp::Contract(Box::new(crate::dispatch::ContractArgs {
         alpha,
         beta: beta_slot,
         a_axes: a_axes.into(),

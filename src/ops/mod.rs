@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::dispatch::{self, Candidates, KernelOp};
+use crate::backends::registry::{self, Candidates};
+use crate::dispatch::KernelOp;
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -179,7 +180,7 @@ impl Operation {
             views.push(a.view());
         }
         match &mut self.body {
-            Body::Native { op, candidates } => dispatch::walk(*candidates, op, &views, &self.name, cx),
+            Body::Native { op, candidates } => registry::walk(*candidates, op, &views, &self.name, cx),
             Body::Kernel(k) => kernel::call(k, &self.name, &views, cx),
             // Parked by the executor before it gets here.
             Body::External(_) => Ok(()),

@@ -24,8 +24,8 @@ use crate::runtime::work::{Completion, Work};
 use std::sync::Arc;
 
 use crate::layout::Layout;
+use crate::region::Region;
 use crate::tensor::handle::Tensor;
-use crate::tensor::region::Region;
 use crate::tensor::value::{Contents, StateGuard, Value, ValueState};
 
 /// Where each enrolled access landed: `(value id, position in its queue)`.

@@ -50,7 +50,7 @@ pub(crate) fn cancel_parked(rt: &RuntimeInner) {
     }
 }
 
-/// An unfinished deferred or external operation (see [`crate::KernelCall::defer`]
+/// An unfinished deferred or external operation (see `KernelCall::defer`
 /// and [`crate::ops::external`]). Finish it with [`Token::finish`], from any
 /// thread; dropping it unfinished finishes it as cancelled.
 pub struct Token {
@@ -95,7 +95,7 @@ impl Token {
 
     /// Complete the operation with a kernel's status code: 0 is success, the
     /// value of `Status::Cancelled` cancels, any other fails the operation
-    /// with `KernelFailed` carrying `code` (as a [`crate::KernelFailure`]
+    /// with `KernelFailed` carrying `code` (as a `KernelFailure`
     /// does). Through a shared token: a second finish, or dropping the token
     /// afterwards, changes nothing (`DoubleFree` for the second finish).
     /// `origin` names the caller in the errors this call makes.

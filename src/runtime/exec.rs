@@ -23,7 +23,7 @@ use super::task::{ReadyList, Task};
 use super::token::{self, Finish, GrantedView, Keep, TokenInner};
 use super::work::{Completion, Job, Parked, Released, Work};
 use crate::error::{Error, Result, Status};
-use crate::tensor::region::Region;
+use crate::region::Region;
 use crate::tensor::value::{settled_state, ValueRc};
 
 /// Queue a ready task: barriers run at once in the calling thread, operations

@@ -36,9 +36,9 @@ use crate::dtype::DType;
 use crate::error::Status;
 use crate::layout::Order;
 use crate::queue::{EpochQueue, Mode};
+use crate::region::Region;
 use crate::sync::Mutex;
 use crate::tensor::handle::Tensor;
-use crate::tensor::region::Region;
 use crate::tensor::value::ValueRc;
 
 /// The value lock with its epoch queue.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::exec;
 use super::work::Released;
+use crate::region::Region;
 use crate::tensor::counted::Release;
-use crate::tensor::region::Region;
 use crate::tensor::value::Value;
 use crate::tensor::view::View;
 

@@ -112,10 +112,10 @@ mod queue {
     use crate::dtype::DType;
     use crate::layout::Order;
     use crate::queue::{EpochQueue, Mode};
+    use crate::region::Region;
     use crate::runtime::exec::idle_task as task;
     use crate::runtime::task::Task;
     use crate::tensor::handle::Tensor;
-    use crate::tensor::region::Region;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }

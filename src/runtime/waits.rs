@@ -12,7 +12,7 @@ use super::pool::{current_runtime, IDLE_RECHECK};
 use super::running::{current_task_holds, current_task_reaches};
 use super::task::Task;
 use crate::error::{Error, Result, Status};
-use crate::tensor::region::Region;
+use crate::region::Region;
 use crate::tensor::value::Value;
 
 /// Block until `done()` or the deadline. On a worker thread, run queued tasks
@@ -68,7 +68,7 @@ fn spin_until(done: &impl Fn() -> bool, deadline: Option<Instant>) -> bool {
     }
 }
 
-/// Wait for everything enrolled on `value` so far; see [`crate::Tensor::wait`].
+/// Wait for everything enrolled on `value` so far; see `Tensor::wait`.
 pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Duration>) -> Result<()> {
     const ORIGIN: &str = "tensor_wait";
     if current_task_holds(value) {
@@ -96,7 +96,7 @@ pub(crate) fn wait_value(value: &Arc<Value>, region: &Region, timeout: Option<Du
 
 /// An event that completes once everything enrolled on `region` of `value`
 /// so far has completed, with the outcome a wait would report (see
-/// [`crate::Tensor::ready`]). Never blocks.
+/// `Tensor::ready`). Never blocks.
 pub(crate) fn ready_value(value: &Arc<Value>, region: &Region) -> Event {
     const ORIGIN: &str = "tensor_ready";
     let event = Event::new();

@@ -10,7 +10,7 @@ use super::device_work::Issued;
 use super::event::{Callback, Event};
 use super::guard::call_guarded;
 use crate::error::{Error, Result};
-use crate::tensor::region::Region;
+use crate::region::Region;
 use crate::tensor::value::{Contents, ValueRc};
 
 /// How a task reports its outcome, and what it keeps alive until then

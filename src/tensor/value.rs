@@ -28,8 +28,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::queue::TaskQueue;
+use crate::region::Region;
 use crate::tensor::counted::Counted;
-use crate::tensor::region::Region;
 use crate::tensor::storage::Storage;
 
 /// What a constructed value holds: backing storage and the layout of its

@@ -15,8 +15,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::failpoint::{self, Site};
 use crate::layout::{Layout, Order};
+use crate::region::{IndexBox, Prog, Region};
 use crate::tensor::counted::Counted;
-use crate::tensor::region::{IndexBox, Prog, Region};
 use crate::tensor::value::{Contents, ValueRc};
 
 /// How one root axis is reached from a view: either fixed at one index, or

@@ -10,11 +10,11 @@
 
 use std::fmt::Write as _;
 
-use super::backend::{Backend, Outcome, RunCtx, Selector};
-use super::op::{KernelOp, OpTag};
-use crate::backends::blas::BlasBackend;
-use crate::backends::device::DeviceBackend;
-use crate::backends::native::NativeBackend;
+use super::blas::BlasBackend;
+use super::device::DeviceBackend;
+use super::native::NativeBackend;
+use crate::dispatch::backend::{Backend, Outcome, RunCtx, Selector};
+use crate::dispatch::op::{KernelOp, OpTag};
 use crate::domain::Domain;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
