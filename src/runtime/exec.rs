@@ -212,15 +212,19 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     // The accesses go first: once any notification is seen, a wait on a
     // value sees this task finished.
     let mut ready = task.finish();
+    // The event is marked before the waits behind this task complete, so a
+    // readiness event or wait that sees this task done also sees its event
+    // done.
+    let attached = completion.as_ref().map(|c| c.mark(&result));
     if task.runtime().is_some() {
-        // Waits that this task made ready complete before it reports: a
-        // thread blocked in a wait behind this task is released before this
-        // task's callbacks run (so a callback's own zero-timeout wait is not
-        // held up by that earlier waiter's barrier).
+        // Waits that this task made ready complete before its callbacks: a
+        // thread blocked in a wait behind this task is released before they
+        // run (so a callback's own zero-timeout wait is not held up by that
+        // earlier waiter's barrier).
         run_inline(&mut ready, true);
     }
     if let Some(c) = completion {
-        c.fire(&result);
+        c.notify(attached.unwrap_or_default(), &result);
     }
     // An operation's operands (and wrapped memory with its release hook)
     // live until its completion has been reported. (Dropped in place.)

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::body::{InlineBody, TaskBody};
 use super::cq::{CompletionEntry, CompletionQueue};
 use super::device_work::Issued;
@@ -37,18 +39,23 @@ impl Completion {
         Some(Box::new(self))
     }
 
-    /// Event first (marked complete), then callback, then completion entry,
-    /// then the event's own callbacks: whatever a notification observes, the
-    /// event already reports the outcome.
-    pub(crate) fn fire(self, result: &Result<()>) {
-        let attached = self.event.as_ref().map(|e| e.mark_complete(result));
+    /// Mark the event complete, first of all notifications; returns the
+    /// callbacks attached to it, for [`Completion::notify`].
+    pub(crate) fn mark(&self, result: &Result<()>) -> SmallVec<[Callback; 1]> {
+        self.event.as_ref().map(|e| e.mark_complete(result)).unwrap_or_default()
+    }
+
+    /// After [`Completion::mark`]: the callback, then the completion entry,
+    /// then the event's own callbacks (`attached`). Whatever a notification
+    /// observes, the event already reports the outcome.
+    pub(crate) fn notify(self, attached: SmallVec<[Callback; 1]>, result: &Result<()>) {
         if let Some(cb) = self.callback {
             call_guarded(|| cb(result));
         }
         if let Some((q, tag)) = self.cq {
             q.push(CompletionEntry { tag, result: result.clone() });
         }
-        for cb in attached.into_iter().flatten() {
+        for cb in attached {
             call_guarded(|| cb(result));
         }
     }
