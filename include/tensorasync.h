@@ -170,10 +170,14 @@ typedef uint32_t ta_order;
  * last operation it was returns that status). It may submit operations,
  * poll, wait and free handles (the event it was called for included); a
  * blocking wait there occupies the worker (it helps run other work
- * meanwhile), so keep callbacks short. Since the event is complete before
- * the callbacks run, `ta_event_wait` may return while they are still
- * running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only
- * after every callback of the runtime's operations has returned.
+ * meanwhile), so keep callbacks short. `ta_event_wait` on a thread of the
+ * program's own returns after the callbacks of the operation (its own and
+ * those attached to its event) have returned and its completion-queue entry
+ * has been posted (if its timeout ends first, it returns the operation's
+ * status all the same); inside a callback or a kernel it returns as soon as
+ * the status is known. `ta_runtime_wait_idle` and `ta_runtime_shutdown`
+ * return only after every callback of the runtime's operations has
+ * returned.
  */
 typedef void (*ta_callback)(ta_status status, void *userdata);
 
@@ -1036,7 +1040,9 @@ ta_status ta_event_poll(const struct ta_event *event);
 
 /**
  * Wait for an event (`timeout_ns` < 0: forever) and return the operation's
- * final status, or `TA_STATUS_TIMEOUT`. On a worker thread the wait helps run
+ * final status, or `TA_STATUS_TIMEOUT`. On a program thread it also waits
+ * for the operation's callbacks to return (see `ta_callback`). On a worker
+ * thread the wait helps run
  * other work; waiting inside a kernel on an operation that needs that kernel
  * to finish returns `TA_STATUS_WOULD_DEADLOCK`.
  */

@@ -475,6 +475,48 @@ fn events_poll_wait_and_late_callbacks() {
 }
 
 #[test]
+fn a_wait_returns_after_the_events_callbacks_and_inside_them_at_once() {
+    let rt = Runtime::new(1).unwrap();
+    let gate = Gate::default();
+    let t = f64s(&[1], &[0.0]);
+    let ev =
+        ops::kernel("blocker", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    // A slow callback: the program thread's wait below must not return while
+    // it runs, although the event reports its outcome all along.
+    let (c, e2) = (count.clone(), ev.clone());
+    let seen_inside = Arc::new(Mutex::new(None));
+    let si = seen_inside.clone();
+    ev.on_complete(Box::new(move |_| {
+        // Inside a callback a wait returns at once with the outcome (waiting
+        // for the notifications would wait for this callback itself).
+        let start = std::time::Instant::now();
+        let r = e2.wait(LONG);
+        *si.lock().unwrap() = Some((r.is_ok(), start.elapsed()));
+        assert!(e2.poll().is_some());
+        std::thread::sleep(Duration::from_millis(100));
+        c.fetch_add(1, Ordering::SeqCst);
+    }));
+    let c2 = count.clone();
+    ev.on_complete(Box::new(move |_| {
+        std::thread::sleep(Duration::from_millis(20));
+        c2.fetch_add(1, Ordering::SeqCst);
+    }));
+    gate.open();
+    // Once the outcome is known a zero-timeout wait reports it, not a
+    // timeout, even while the callbacks still run.
+    while ev.poll().is_none() {
+        std::thread::yield_now();
+    }
+    ev.wait(Some(Duration::ZERO)).unwrap();
+    ev.wait(LONG).unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    let (ok, took) = seen_inside.lock().unwrap().take().expect("the callback ran");
+    assert!(ok);
+    assert!(took < Duration::from_secs(5), "a wait inside the event's own callback returned after {took:?}");
+}
+
+#[test]
 fn negative_strides_in_host_memory() {
     let rt = Runtime::new(1).unwrap();
     // Rows stored bottom-up: element [i, j] at base[(2 - i) * 2 + j].

@@ -37,7 +37,9 @@ pub extern "C" fn ta_event_poll(event: *const ta_event) -> ta_status {
 }
 
 /// Wait for an event (`timeout_ns` < 0: forever) and return the operation's
-/// final status, or `TA_STATUS_TIMEOUT`. On a worker thread the wait helps run
+/// final status, or `TA_STATUS_TIMEOUT`. On a program thread it also waits
+/// for the operation's callbacks to return (see `ta_callback`). On a worker
+/// thread the wait helps run
 /// other work; waiting inside a kernel on an operation that needs that kernel
 /// to finish returns `TA_STATUS_WOULD_DEADLOCK`.
 #[no_mangle]

@@ -223,10 +223,14 @@ pub struct ta_scalar {
 /// last operation it was returns that status). It may submit operations,
 /// poll, wait and free handles (the event it was called for included); a
 /// blocking wait there occupies the worker (it helps run other work
-/// meanwhile), so keep callbacks short. Since the event is complete before
-/// the callbacks run, `ta_event_wait` may return while they are still
-/// running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only
-/// after every callback of the runtime's operations has returned.
+/// meanwhile), so keep callbacks short. `ta_event_wait` on a thread of the
+/// program's own returns after the callbacks of the operation (its own and
+/// those attached to its event) have returned and its completion-queue entry
+/// has been posted (if its timeout ends first, it returns the operation's
+/// status all the same); inside a callback or a kernel it returns as soon as
+/// the status is known. `ta_runtime_wait_idle` and `ta_runtime_shutdown`
+/// return only after every callback of the runtime's operations has
+/// returned.
 pub type ta_callback = Option<unsafe extern "C" fn(status: ta_status, userdata: *mut c_void)>;
 
 /// Called exactly once, after the last access, to give wrapped memory back,

@@ -7,8 +7,9 @@ use std::sync::{Arc, Weak};
 
 use smallvec::SmallVec;
 
-use super::guard::call_guarded;
+use super::guard::{call_guarded, in_callback};
 use super::poke::poke;
+use super::running::in_task;
 use crate::error::Result;
 use crate::sync::{Condvar, Mutex};
 
@@ -17,10 +18,33 @@ pub type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
 
 pub(crate) enum State {
     Pending(SmallVec<[Callback; 1]>),
-    /// The outcome is known. Callbacks attached before it may still be
-    /// running: the event is marked complete before they are called, so that
-    /// a callback sees its own operation complete (poll, error, wait).
+    /// The outcome is known and the notifications are being delivered: the
+    /// event is marked complete before they are, so that a callback sees its
+    /// own operation complete (poll, error, a wait from inside it).
     Done(Result<()>),
+    /// Every notification of the completion has been delivered: a wait from a
+    /// program thread returns only now, so it can rely on what the callbacks
+    /// did.
+    Settled(Result<()>),
+}
+
+impl State {
+    /// The outcome, once known.
+    pub(crate) fn outcome(&self) -> Option<&Result<()>> {
+        match self {
+            State::Pending(_) => None,
+            State::Done(r) | State::Settled(r) => Some(r),
+        }
+    }
+
+    /// See [`Event::is_settled_for_caller`].
+    pub(crate) fn settled_for_caller(&self) -> bool {
+        match self {
+            State::Pending(_) => false,
+            State::Done(_) => in_library_work(),
+            State::Settled(_) => true,
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -72,16 +96,17 @@ impl Event {
         *self.0.task.lock() = Some(weak);
     }
 
-    /// Record the outcome, wake the waiters, then fire the callbacks
-    /// attached so far (outside the lock).
+    /// Record the outcome, fire the callbacks attached so far (outside the
+    /// lock), then settle.
     pub(crate) fn complete(&self, result: &Result<()>) {
         for cb in self.mark_complete(result) {
             call_guarded(|| cb(result));
         }
+        self.settle();
     }
 
-    /// Record the outcome and wake the waiters; returns the callbacks
-    /// attached so far, for the caller to fire (once the event is marked,
+    /// Record the outcome; returns the callbacks attached so far, for the
+    /// caller to fire before [`Event::settle`] (once the event is marked,
     /// callbacks attached later run at once in the attaching thread).
     pub(crate) fn mark_complete(&self, result: &Result<()>) -> SmallVec<[Callback; 1]> {
         let callbacks = {
@@ -93,16 +118,30 @@ impl Event {
                     cbs
                 }
                 // Completing twice would be a runtime bug; keep the first outcome.
-                State::Done(_) => return SmallVec::new(),
+                State::Done(_) | State::Settled(_) => return SmallVec::new(),
             }
         };
+        // Waits from inside callbacks and tasks return once the outcome is
+        // known (see `Event::wait`).
+        self.0.cv.notify_all();
+        callbacks
+    }
+
+    /// Every notification has been delivered: release the program threads
+    /// waiting, and the futures awaiting the event.
+    pub(crate) fn settle(&self) {
+        {
+            let mut s = self.0.state.lock();
+            let State::Done(r) = &mut *s else { return };
+            let r = std::mem::replace(r, Ok(()));
+            *s = State::Settled(r);
+        }
         self.0.cv.notify_all();
         if self.0.has_wakers.load(std::sync::atomic::Ordering::Acquire) {
             for w in std::mem::take(&mut *self.0.wakers.lock()) {
                 w.wake();
             }
         }
-        callbacks
     }
 
     /// The outcome if the operation has completed; otherwise `waker` is woken
@@ -111,8 +150,9 @@ impl Event {
     pub(crate) fn poll_waker(&self, waker: &std::task::Waker) -> Option<Result<()>> {
         let s = self.0.state.lock();
         match &*s {
-            State::Done(r) => Some(r.clone()),
-            State::Pending(_) => {
+            State::Settled(r) => Some(r.clone()),
+            State::Done(r) if in_library_work() => Some(r.clone()),
+            State::Pending(_) | State::Done(_) => {
                 let mut w = self.0.wakers.lock();
                 if !w.iter().any(|x| x.will_wake(waker)) {
                     w.push(waker.clone());
@@ -128,18 +168,24 @@ impl Event {
 
     /// The outcome if the operation has completed.
     pub fn poll(&self) -> Option<Result<()>> {
-        match &*self.0.state.lock() {
-            State::Pending(_) => {
-                poke();
-                None
-            }
-            State::Done(r) => Some(r.clone()),
+        let r = self.0.state.lock().outcome().cloned();
+        if r.is_none() {
+            poke();
         }
+        r
     }
 
     /// Whether the operation has completed.
     pub fn is_complete(&self) -> bool {
-        matches!(&*self.0.state.lock(), State::Done(_))
+        self.0.state.lock().outcome().is_some()
+    }
+
+    /// Whether a wait from this thread may return: the outcome is known and
+    /// either every notification has been delivered or this thread is itself
+    /// running the library's work (a callback or a task), which a wait for
+    /// the notifications could hold up.
+    pub(crate) fn is_settled_for_caller(&self) -> bool {
+        self.0.state.lock().settled_for_caller()
     }
 
     /// Run `cb` once with the outcome: now (in the calling thread) if the
@@ -152,7 +198,7 @@ impl Event {
                     cbs.push(cb);
                     return;
                 }
-                State::Done(r) => (r.clone(), cb),
+                State::Done(r) | State::Settled(r) => (r.clone(), cb),
             }
         };
         call_guarded(|| (done.1)(&done.0));
@@ -162,4 +208,9 @@ impl Event {
     pub fn same_as(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+}
+
+/// Whether this thread is running a callback or a task of the library.
+fn in_library_work() -> bool {
+    in_callback() || in_task()
 }

@@ -33,6 +33,11 @@ impl Drop for RunningGuard {
     }
 }
 
+/// Whether a task is running on this thread.
+pub(crate) fn in_task() -> bool {
+    RUNNING.with(|r| !r.borrow().is_empty())
+}
+
 /// Whether a task running on this thread accesses `value`.
 pub(crate) fn current_task_holds(value: &Arc<Value>) -> bool {
     RUNNING.with(|r| {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::event::{Event, State};
+use super::event::Event;
 use super::exec;
 use super::handle::Runtime;
 use super::poke::poke;
@@ -120,9 +120,14 @@ impl Event {
     /// Wait for completion and return the outcome; `None` waits forever. On
     /// timeout the error has status `Timeout`. Waiting, from inside a task, on an
     /// operation that waits for that task fails with `WouldDeadlock`.
+    ///
+    /// From a program thread the wait returns once every notification of the
+    /// completion (callbacks, completion-queue entry) has been delivered, or
+    /// with the outcome when the timeout ends while they still run; from
+    /// inside a callback or a task, once the outcome is known.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        if let Some(r) = self.poll() {
-            return r;
+        if self.is_settled_for_caller() {
+            return self.poll().expect("event is complete");
         }
         let bound = self.0.task.lock().as_ref().and_then(|w| w.upgrade());
         if let Some(task) = bound.and_then(|t| t.downcast::<Task>().ok()) {
@@ -136,19 +141,24 @@ impl Event {
         }
         poke();
         let done = block_until(
-            || self.is_complete(),
+            || self.is_settled_for_caller(),
             |slice| {
                 let mut s = self.0.state.lock();
-                if !matches!(&*s, State::Done(_)) {
+                if !s.settled_for_caller() {
                     self.0.cv.wait_for(&mut s, slice);
                 }
             },
             timeout,
         );
-        if !done {
-            return Err(Error::new(Status::Timeout, "event_wait", "the operation did not complete in time"));
+        match self.poll() {
+            // Timed out waiting for the notifications: the operation itself
+            // has completed, and that is what a wait reports.
+            Some(r) => r,
+            None => {
+                debug_assert!(!done);
+                Err(Error::new(Status::Timeout, "event_wait", "the operation did not complete in time"))
+            }
         }
-        self.poll().expect("event is complete")
     }
 }
 

@@ -46,8 +46,9 @@ impl Completion {
     }
 
     /// After [`Completion::mark`]: the callback, then the completion entry,
-    /// then the event's own callbacks (`attached`). Whatever a notification
-    /// observes, the event already reports the outcome.
+    /// then the event's own callbacks (`attached`), then the event settles.
+    /// Whatever a notification observes, the event already reports the
+    /// outcome; a program thread's wait on the event returns after them all.
     pub(crate) fn notify(self, attached: SmallVec<[Callback; 1]>, result: &Result<()>) {
         if let Some(cb) = self.callback {
             call_guarded(|| cb(result));
@@ -57,6 +58,9 @@ impl Completion {
         }
         for cb in attached {
             call_guarded(|| cb(result));
+        }
+        if let Some(e) = &self.event {
+            e.settle();
         }
     }
 }

@@ -58,9 +58,12 @@ const ta_order = UInt32
 # zero-timeout `ta_tensor_wait` on a tensor whose last operation it was returns that status). It
 # may submit operations, poll, wait and free handles (the event it was called for included); a
 # blocking wait there occupies the worker (it helps run other work meanwhile), so keep callbacks
-# short. Since the event is complete before the callbacks run, `ta_event_wait` may return while
-# they are still running; `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after
-# every callback of the runtime's operations has returned.
+# short. `ta_event_wait` on a thread of the program's own returns after the callbacks of the
+# operation (its own and those attached to its event) have returned and its completion-queue
+# entry has been posted (if its timeout ends first, it returns the operation's status all the
+# same); inside a callback or a kernel it returns as soon as the status is known.
+# `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after every callback of the
+# runtime's operations has returned.
 const ta_callback = Ptr{Cvoid}
 
 # One entry taken from a completion queue. `error` is NULL on success; otherwise it is a new
@@ -545,7 +548,8 @@ function ta_event_poll(event)
 end
 
 # Wait for an event (`timeout_ns` < 0: forever) and return the operation's final status, or
-# `TA_STATUS_TIMEOUT`. On a worker thread the wait helps run other work; waiting inside a kernel
+# `TA_STATUS_TIMEOUT`. On a program thread it also waits for the operation's callbacks to return
+# (see `ta_callback`). On a worker thread the wait helps run other work; waiting inside a kernel
 # on an operation that needs that kernel to finish returns `TA_STATUS_WOULD_DEADLOCK`.
 function ta_event_wait(event, timeout_ns)
     @ccall libtensorasync.ta_event_wait(event::Ptr{ta_event}, timeout_ns::Int64)::ta_status
