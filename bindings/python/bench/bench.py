@@ -205,7 +205,9 @@ def main():
     p.add_argument("--tile", type=int, default=256)
     args = p.parse_args()
     only = set(args.only.split(","))
-    print(f"tensorasync {ta.__version__}, numpy {np.__version__}")
+    from tensorasync import _ffi
+
+    print(f"tensorasync {ta.__version__} (cffi {_ffi.MODE} mode), numpy {np.__version__}")
     if "submit" in only:
         bench_submit(args.reps)
     py = {}

@@ -1,7 +1,15 @@
-"""Docstrings on every public name and type stubs that cover the public API."""
+"""Docstrings on every public name, type stubs that cover the public API, and how the
+package loads the library."""
 import ast
 import inspect
+import os
 import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
 
 import tensorasync as ta
 
@@ -35,3 +43,50 @@ def test_stubs_cover_the_public_api():
         stubbed = {f.name for f in classes[cname].body if isinstance(f, ast.FunctionDef)}
         public = {a for a in vars(getattr(ta, cname)) if not a.startswith("_")}
         assert public <= stubbed, (cname, public - stubbed)
+
+
+def test_the_loading_mode_is_the_one_expected():
+    """The installed package calls the library through its compiled API-mode extension
+    (TA_EXPECT_FFI=api, set by the test script when a C compiler and Python's headers are
+    there); TENSORASYNC_ABI_MODE=1 opens the same library through libffi instead."""
+    from tensorasync import _ffi
+
+    expected = os.environ.get("TA_EXPECT_FFI")
+    if os.environ.get("TENSORASYNC_ABI_MODE"):
+        expected = "abi"
+    if not expected:
+        pytest.skip("TA_EXPECT_FFI is not set")
+    assert _ffi.MODE == expected
+    if expected == "api":
+        from tensorasync import _native
+
+        assert _ffi.lib is _native.lib
+        # The extension resolves the bundled library, not some other copy.
+        with open("/proc/self/maps") as maps:
+            loaded = {line.split()[-1] for line in maps if "libtensorasync" in line}
+        assert loaded == {os.path.realpath(_ffi.LIBRARY_PATH)}, loaded
+
+
+def test_both_modes_compute_the_same():
+    """A fill, a scale and a sum in a fresh interpreter, in each mode, against NumPy."""
+    code = (
+        "import numpy as np, tensorasync as ta, tensorasync._ffi as f\n"
+        "t = ta.zeros(5)\n"
+        "t.fill(2.5); t.scale(-3.0)\n"
+        "print(f.MODE, float(t.sum()), np.asarray(t).tolist())\n"
+    )
+    outs = {}
+    for abi in ("", "1"):
+        env = dict(os.environ)
+        env.pop("TENSORASYNC_ABI_MODE", None)
+        if abi:
+            env["TENSORASYNC_ABI_MODE"] = abi
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             cwd=tempfile.gettempdir(), check=True).stdout.split(" ", 1)
+        outs[out[0]] = out[1].strip()
+    assert "abi" in outs
+    ref = np.full(5, 2.5) * -3.0
+    for mode, text in outs.items():
+        total, values = text.split(" ", 1)
+        assert float(total) == ref.sum(), (mode, text)
+        assert values == str(ref.tolist()), (mode, text)
