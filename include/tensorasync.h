@@ -1379,6 +1379,10 @@ ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
  * the first runtime's trace is written to `path` when it is shut down or
  * freed (the default runtime's at process exit), later runtimes' to
  * `path` with `.rt<id>` inserted before the extension.
+ *
+ * A build of the library without the recording code (made only to measure
+ * what that code costs, see `scripts/ab-trace-off.sh`) fails here with
+ * `TA_STATUS_UNSUPPORTED`.
  */
 ta_status ta_runtime_trace_start(const struct ta_runtime *runtime,
                                  const struct ta_trace_options *options,
@@ -1403,7 +1407,9 @@ ta_status ta_runtime_trace_stop(const struct ta_runtime *runtime,
  * every operation submitted is registered until it completes, so that
  * `ta_runtime_dump` can list it; this costs up to about a microsecond per
  * operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
- * submitted while it was off are not listed.
+ * submitted while it was off are not listed. Turning it on fails with
+ * `TA_STATUS_UNSUPPORTED` in a build without the recording code (see
+ * `ta_runtime_trace_start`).
  */
 ta_status ta_runtime_track(const struct ta_runtime *runtime, int32_t enable);
 

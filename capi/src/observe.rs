@@ -103,6 +103,10 @@ const TRACE_OPTIONS_V1: usize = std::mem::size_of::<ta_trace_options>();
 /// the first runtime's trace is written to `path` when it is shut down or
 /// freed (the default runtime's at process exit), later runtimes' to
 /// `path` with `.rt<id>` inserted before the extension.
+///
+/// A build of the library without the recording code (made only to measure
+/// what that code costs, see `scripts/ab-trace-off.sh`) fails here with
+/// `TA_STATUS_UNSUPPORTED`.
 #[no_mangle]
 pub extern "C" fn ta_runtime_trace_start(
     runtime: *const ta_runtime,
@@ -137,8 +141,7 @@ pub extern "C" fn ta_runtime_trace_start(
                 capacity = o.capacity;
             }
         }
-        rt.trace_start(usize::try_from(capacity).unwrap_or(usize::MAX));
-        Ok(())
+        rt.trace_start(usize::try_from(capacity).unwrap_or(usize::MAX))
     })
 }
 
@@ -185,14 +188,15 @@ pub extern "C" fn ta_runtime_trace_stop(
 /// every operation submitted is registered until it completes, so that
 /// `ta_runtime_dump` can list it; this costs up to about a microsecond per
 /// operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on. Operations
-/// submitted while it was off are not listed.
+/// submitted while it was off are not listed. Turning it on fails with
+/// `TA_STATUS_UNSUPPORTED` in a build without the recording code (see
+/// `ta_runtime_trace_start`).
 #[no_mangle]
 pub extern "C" fn ta_runtime_track(runtime: *const ta_runtime, enable: i32) -> ta_status {
     const ORIGIN: &str = "ta_runtime_track";
     guard(ORIGIN, std::ptr::null_mut(), || {
         let rt = arg(runtime, ORIGIN, "runtime")?;
-        rt.track(enable != 0);
-        Ok(())
+        rt.track(enable != 0)
     })
 }
 

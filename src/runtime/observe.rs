@@ -40,7 +40,21 @@ pub(crate) const DEFAULT_CAPACITY: usize = 1 << 18;
 /// with the start of observation may go unobserved).
 #[inline(always)]
 pub(crate) fn on() -> bool {
-    ACTIVE.load(Ordering::Relaxed) != 0
+    // A build without trace recording (`--cfg ta_no_trace`, for measuring
+    // what the hooks cost) observes nothing: every hook is dead code.
+    !cfg!(ta_no_trace) && ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// The error of starting an observation in a build without trace recording.
+fn not_built(origin: &'static str) -> crate::error::Result<()> {
+    if cfg!(ta_no_trace) {
+        return Err(crate::error::Error::new(
+            Status::Unsupported,
+            origin,
+            "this build of the library has no trace recording (it was built with --cfg ta_no_trace)",
+        ));
+    }
+    Ok(())
 }
 
 /// The observer of runtime `id`, if it is observed.
@@ -106,10 +120,12 @@ pub(crate) fn submitted(rt: &RuntimeInner, task: &mut Arc<Task>) {
 
 /// Start recording a trace of `rt` with room for `capacity` task records
 /// (an earlier recording of it is discarded).
-pub(crate) fn trace_start(rt: &RuntimeInner, capacity: usize) {
+pub(crate) fn trace_start(rt: &RuntimeInner, capacity: usize) -> crate::error::Result<()> {
+    not_built("trace_start")?;
     let o = find_or_add(rt);
     let now = o.now();
     *o.rec.lock() = Some(TraceBuf { capacity, records: VecDeque::new(), dropped: 0, started_ns: now });
+    Ok(())
 }
 
 /// Stop recording `rt`'s trace and return it as Chrome trace-event JSON
@@ -130,13 +146,15 @@ pub(crate) fn trace_stop_to(rt_id: usize, path: &str) -> std::io::Result<bool> {
 }
 
 /// Turn pending-work tracking of `rt` on or off.
-pub(crate) fn track(rt: &RuntimeInner, on: bool) {
+pub(crate) fn track(rt: &RuntimeInner, on: bool) -> crate::error::Result<()> {
     if on {
+        not_built("track")?;
         find_or_add(rt).track.store(true, Ordering::Relaxed);
     } else if let Some(o) = find(rt.id()) {
         o.track.store(false, Ordering::Relaxed);
         release_if_unwanted(&o);
     }
+    Ok(())
 }
 
 fn esc(s: &str) -> String {
@@ -514,13 +532,20 @@ fn env_path(base: &str, rt_id: usize, first: bool) -> String {
 /// A new runtime: apply `TA_TRACE` and `TA_DUMP_SIGNAL`.
 pub(crate) fn runtime_created(rt: &RuntimeInner) {
     let e = env();
+    if (e.track || e.trace.is_some()) && cfg!(ta_no_trace) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            eprintln!("tensorasync: TA_TRACE and TA_DUMP_SIGNAL are ignored: this build has no trace recording")
+        });
+        return;
+    }
     if e.track {
-        track(rt, true);
+        let _ = track(rt, true);
     }
     if let Some(base) = &e.trace {
         static TRACED: AtomicUsize = AtomicUsize::new(0);
         let first = TRACED.fetch_add(1, Ordering::Relaxed) == 0;
-        trace_start(rt, e.capacity);
+        let _ = trace_start(rt, e.capacity);
         if let Some(o) = find(rt.id()) {
             *o.env_path.lock() = Some(env_path(base, rt.id(), first));
         }
@@ -620,8 +645,9 @@ impl super::Runtime {
     pub const DEFAULT_TRACE_CAPACITY: usize = DEFAULT_CAPACITY;
 
     /// Start recording a trace with room for `capacity` task records (an
-    /// earlier recording of this runtime is discarded).
-    pub fn trace_start(&self, capacity: usize) {
+    /// earlier recording of this runtime is discarded). Fails with
+    /// `Unsupported` only in a build without trace recording.
+    pub fn trace_start(&self, capacity: usize) -> crate::error::Result<()> {
         trace_start(self.inner(), capacity)
     }
 
@@ -632,7 +658,10 @@ impl super::Runtime {
     }
 
     /// Turn tracking of pending work (what [`Runtime::dump`](super::Runtime::dump) lists) on or off.
-    pub fn track(&self, on: bool) {
+    ///
+    /// Turning it on fails with `Unsupported` only in a build without trace
+    /// recording.
+    pub fn track(&self, on: bool) -> crate::error::Result<()> {
         track(self.inner(), on)
     }
 

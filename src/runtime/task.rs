@@ -65,7 +65,9 @@ pub(crate) struct Task {
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
     /// What observation records of this task, when its runtime observes
-    /// (see `observe`); set before the task is enrolled.
+    /// (see `observe`); set before the task is enrolled. Absent from builds
+    /// without trace recording (`--cfg ta_no_trace`).
+    #[cfg(not(ta_no_trace))]
     trace: Option<Box<TaskTrace>>,
     /// Unfinished predecessors, plus `GUARD` less the edges added so far
     /// while enrollment is in progress (see [`Task::release_guard`]).
@@ -210,6 +212,7 @@ impl Task {
             std::ptr::addr_of_mut!((*p).runtime).write(runtime);
             std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
             std::ptr::addr_of_mut!((*p).link).write(link);
+            #[cfg(not(ta_no_trace))]
             std::ptr::addr_of_mut!((*p).trace).write(None);
             std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(GUARD));
             task.assume_init()
@@ -219,14 +222,20 @@ impl Task {
     /// What observation records of this task, if anything.
     #[inline(always)]
     pub(crate) fn trace(&self) -> Option<&TaskTrace> {
-        self.trace.as_deref()
+        #[cfg(not(ta_no_trace))]
+        return self.trace.as_deref();
+        #[cfg(ta_no_trace)]
+        None
     }
 
     /// Attach an observation record to a task no other thread holds yet.
     pub(crate) fn set_trace(task: &mut Arc<Task>, trace: Box<TaskTrace>) {
+        #[cfg(not(ta_no_trace))]
         if let Some(t) = Arc::get_mut(task) {
             t.trace = Some(trace);
         }
+        #[cfg(ta_no_trace)]
+        let _ = (task, trace);
     }
 
     /// Whether this is a device task.
@@ -274,7 +283,7 @@ impl Task {
         }
         let mut s = pred.successors.lock();
         if !s.done {
-            if let Some(t) = &self.trace {
+            if let Some(t) = self.trace() {
                 t.edge_from(pred.trace());
             }
             self.add_edge();
@@ -303,7 +312,7 @@ impl Task {
         if ps.finished {
             return;
         }
-        if let Some(t) = &self.trace {
+        if let Some(t) = self.trace() {
             t.edge_from(pred.trace());
         }
         // Count the hold before publishing the edge, so the predecessor's

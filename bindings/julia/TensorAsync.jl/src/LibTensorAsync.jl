@@ -755,7 +755,9 @@ end
 # programs, the environment variable `TA_TRACE=path` records every runtime from its creation
 # (`TA_TRACE_CAPACITY` sets the capacity): the first runtime's trace is written to `path` when
 # it is shut down or freed (the default runtime's at process exit), later runtimes' to `path`
-# with `.rt<id>` inserted before the extension.
+# with `.rt<id>` inserted before the extension. A build of the library without the recording
+# code (made only to measure what that code costs, see `scripts/ab-trace-off.sh`) fails here
+# with `TA_STATUS_UNSUPPORTED`.
 function ta_runtime_trace_start(runtime, options, error)
     @ccall libtensorasync.ta_runtime_trace_start(runtime::Ptr{ta_runtime}, options::Ptr{ta_trace_options}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -773,7 +775,8 @@ end
 # Turn tracking of pending work on (`enable` != 0) or off. While it is on, every operation
 # submitted is registered until it completes, so that `ta_runtime_dump` can list it; this costs
 # up to about a microsecond per operation (off, nothing). `TA_DUMP_SIGNAL` also turns it on.
-# Operations submitted while it was off are not listed.
+# Operations submitted while it was off are not listed. Turning it on fails with
+# `TA_STATUS_UNSUPPORTED` in a build without the recording code (see `ta_runtime_trace_start`).
 function ta_runtime_track(runtime, enable)
     @ccall libtensorasync.ta_runtime_track(runtime::Ptr{ta_runtime}, enable::Int32)::ta_status
 end
