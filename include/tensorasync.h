@@ -1358,9 +1358,14 @@ ta_status ta_syrk(const struct ta_tensor *c,
                   struct ta_error **error);
 
 /**
- * Describe the system BLAS found at run time (library and configuration)
- * into `buf` as `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none
- * was found (the BLAS backend then declines everything).
+ * Describe the system BLAS found at run time (library, configuration and,
+ * for OpenBLAS, the kernel it chose for this CPU, with a note when that
+ * kernel is a fallback below the CPU's instruction set and the
+ * `OPENBLAS_CORETYPE` setting that fixes it) into `buf` as
+ * `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none was found (the
+ * BLAS backend then declines everything). The dispatcher prefers the native
+ * backend for every operation; the system BLAS runs only where a submission's
+ * backend selector asks for it.
  */
 ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
 

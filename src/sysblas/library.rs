@@ -18,6 +18,15 @@
 //! for that library. OpenBLAS (0.3.7 and later) is safe to call from several
 //! threads at once in this single-threaded mode. (OpenBLAS's pthread build
 //! starts its own pool when loaded; with 1 thread set those threads sleep.)
+//!
+//! Kernel: a dynamic OpenBLAS picks its kernel for the CPU when it loads, and
+//! one that does not know the CPU falls back to an older kernel (Debian's
+//! 0.3.21 runs Prescott, about a fifth of the speed, on AVX-512 Xeons it
+//! predates). The kernel's name (`openblas_get_corename`) is compared with
+//! the CPU's instruction-set level, and a fallback is named in
+//! [`blas_info`] with the `OPENBLAS_CORETYPE` setting that fixes it. The
+//! dispatcher prefers the native backend for every operation either way; the
+//! system BLAS runs only where a selector asks for it.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
@@ -48,7 +57,8 @@ pub(crate) type GemmFn = unsafe extern "C" fn(
     len_transb: usize,
 );
 type SetThreadsFn = unsafe extern "C" fn(c_int);
-type GetConfigFn = unsafe extern "C" fn() -> *const c_char;
+/// `openblas_get_config` and `openblas_get_corename`.
+type GetStringFn = unsafe extern "C" fn() -> *const c_char;
 type GetThreadsFn = unsafe extern "C" fn() -> c_int;
 
 /// A loaded BLAS. The library is never closed (its symbols live for the
@@ -58,6 +68,8 @@ pub(crate) struct Blas {
     pub(crate) path: String,
     /// `openblas_get_config()` where available.
     pub(crate) config: Option<String>,
+    /// `openblas_get_corename()`: the kernel OpenBLAS chose at load.
+    pub(crate) core: Option<String>,
     /// `sgemm_`, `dgemm_`, `cgemm_`, `zgemm_` (f32, f64, c64, c128).
     pub(crate) gemm: [Option<GemmFn>; 4],
     set_threads: Option<SetThreadsFn>,
@@ -85,17 +97,95 @@ impl Blas {
         self.get_threads.map(|f| unsafe { f() }.max(0) as usize)
     }
 
+    /// Why the kernel is a fallback below this CPU's level, if it is one.
+    pub(crate) fn fallback(&self) -> Option<String> {
+        fallback_note(self.core.as_deref()?, cpu_level()?)
+    }
+
     /// One line describing the library.
     pub(crate) fn describe(&self) -> String {
         let threads = match self.num_threads() {
             Some(n) => format!(", {n} thread(s) per call"),
             None => String::new(),
         };
+        let core = match (&self.core, self.fallback()) {
+            (Some(k), Some(why)) => format!(", kernel {k}: {why}"),
+            (Some(k), None) => format!(", kernel {k}"),
+            (None, _) => String::new(),
+        };
         match &self.config {
-            Some(c) => format!("{} ({c}){threads}", self.path),
-            None => format!("{}{threads}", self.path),
+            Some(c) => format!("{} ({c}){core}{threads}", self.path),
+            None => format!("{}{core}{threads}", self.path),
         }
     }
+}
+
+/// The x86-64 level (4: AVX-512, 3: AVX2 and FMA, 2: neither) an OpenBLAS
+/// kernel is written for, from its name; `None` for a name not known here.
+pub(crate) fn kernel_level(core: &str) -> Option<u8> {
+    match core.to_ascii_lowercase().as_str() {
+        "skylakex" | "cooperlake" | "sapphirerapids" => Some(4),
+        "haswell" | "zen" | "excavator" => Some(3),
+        "katmai" | "coppermine" | "northwood" | "prescott" | "banias" | "atom" | "core2" | "penryn" | "dunnington"
+        | "nehalem" | "athlon" | "opteron" | "opteron_sse3" | "barcelona" | "nano" | "sandybridge" | "bobcat"
+        | "bulldozer" | "piledriver" | "steamroller" => Some(2),
+        _ => None,
+    }
+}
+
+/// This CPU's x86-64 level (see [`kernel_level`]); `None` off x86-64.
+pub(crate) fn cpu_level() -> Option<u8> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+            return Some(4);
+        }
+        if has!("avx2") && has!("fma") {
+            return Some(3);
+        }
+        Some(2)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// The OpenBLAS kernel for a CPU of `level` (on this CPU's vendor and
+/// features, for level 4 and 3).
+fn kernel_for(level: u8) -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if level >= 4 {
+            return if has!("avx512bf16") { "Cooperlake" } else { "SkylakeX" };
+        }
+        if level == 3 {
+            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
+            let v = unsafe { std::arch::x86_64::__cpuid(0) };
+            return if (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163) { "Zen" } else { "Haswell" };
+        }
+    }
+    let _ = level;
+    "Prescott"
+}
+
+/// Why `core` is a fallback on a CPU of `cpu` level, or `None` if it is not
+/// one (or its name is not known here).
+pub(crate) fn fallback_note(core: &str, cpu: u8) -> Option<String> {
+    let k = kernel_level(core)?;
+    if k >= cpu {
+        return None;
+    }
+    let what = match cpu {
+        4 => "AVX-512",
+        3 => "AVX2",
+        _ => "newer instructions",
+    };
+    Some(format!(
+        "a fallback kernel, slower than this CPU allows (it has {what}): set OPENBLAS_CORETYPE={} before the \
+         library loads",
+        kernel_for(cpu)
+    ))
 }
 
 fn dlerror_string() -> String {
@@ -119,6 +209,27 @@ unsafe fn sym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     unsafe { libc::dlsym(handle, name.as_ptr()) }
 }
 
+/// The string an OpenBLAS `char *name(void)` function returns (trimmed), or
+/// `None` if the library lacks it or it says nothing.
+///
+/// # Safety
+/// `handle` is a live dlopen handle, and `name`, if present, has that
+/// signature and returns NULL or a NUL-terminated string that lives on.
+unsafe fn string_from(handle: *mut c_void, name: &CStr) -> Option<String> {
+    let p = unsafe { sym(handle, name) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: by the contract above.
+    let s = unsafe { std::mem::transmute::<*mut c_void, GetStringFn>(p)() };
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string, by the contract above.
+    let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
 /// Open the first usable library of `candidates`. Never panics; the error
 /// lists why each candidate failed.
 pub(crate) fn load_from(candidates: &[&str]) -> Result<Blas, String> {
@@ -140,7 +251,7 @@ pub(crate) fn load_from(candidates: &[&str]) -> Result<Blas, String> {
         }
         // SAFETY: a live handle; each symbol, if present, has the standard
         // Fortran BLAS (or OpenBLAS/BLIS extension) signature.
-        let (gemm, set_threads, get_threads, config) = unsafe {
+        let (gemm, set_threads, get_threads, config, core) = unsafe {
             let g = |n: &CStr| {
                 let p = sym(handle, n);
                 (!p.is_null()).then(|| std::mem::transmute::<*mut c_void, GemmFn>(p))
@@ -153,17 +264,9 @@ pub(crate) fn load_from(candidates: &[&str]) -> Result<Blas, String> {
             let set_threads = (!st.is_null()).then(|| std::mem::transmute::<*mut c_void, SetThreadsFn>(st));
             let gt = sym(handle, c"openblas_get_num_threads");
             let get_threads = (!gt.is_null()).then(|| std::mem::transmute::<*mut c_void, GetThreadsFn>(gt));
-            let gc = sym(handle, c"openblas_get_config");
-            let config = (!gc.is_null()).then(|| {
-                let f = std::mem::transmute::<*mut c_void, GetConfigFn>(gc);
-                let s = f();
-                if s.is_null() {
-                    String::new()
-                } else {
-                    CStr::from_ptr(s).to_string_lossy().trim().to_string()
-                }
-            });
-            (gemm, set_threads, get_threads, config.filter(|c| !c.is_empty()))
+            let config = string_from(handle, c"openblas_get_config");
+            let core = string_from(handle, c"openblas_get_corename");
+            (gemm, set_threads, get_threads, config, core)
         };
         if gemm.iter().all(Option::is_none) {
             reasons.push(format!("{path}: no sgemm_/dgemm_/cgemm_/zgemm_ symbol"));
@@ -171,7 +274,7 @@ pub(crate) fn load_from(candidates: &[&str]) -> Result<Blas, String> {
             unsafe { libc::dlclose(handle) };
             continue;
         }
-        let blas = Blas { path: path.to_string(), config, gemm, set_threads, get_threads };
+        let blas = Blas { path: path.to_string(), config, core, gemm, set_threads, get_threads };
         // One BLAS thread per call: the runtime's workers are the parallelism.
         blas.set_num_threads(1);
         return Ok(blas);
@@ -213,8 +316,9 @@ pub(crate) fn blas() -> Result<&'static Blas, &'static str> {
     }
 }
 
-/// Which system BLAS library was loaded (name, and OpenBLAS's configuration
-/// line), or `None` when none is available (the BLAS backend then declines).
+/// Which system BLAS library was loaded (name, OpenBLAS's configuration line
+/// and kernel, and whether that kernel is a fallback below this CPU's level),
+/// or `None` when none is available (the BLAS backend then declines).
 ///
 /// ```
 /// if let Some(info) = tensorasync::blas_info() {

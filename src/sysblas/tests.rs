@@ -7,7 +7,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::gemm::{gemm_blas, gemm_blas_with};
-use super::library::{blas_info, load_from, Blas, DEFAULT_CANDIDATES, ENV_VAR};
+use super::library::{blas_info, cpu_level, fallback_note, kernel_level, load_from, Blas, DEFAULT_CANDIDATES, ENV_VAR};
 use crate::dtype::DType;
 use crate::dtype::Scalar;
 use crate::error::Status;
@@ -255,4 +255,65 @@ fn child_without_blas() {
     assert!(why.contains("/nonexistent/libta-no-blas.so"), "{why}");
     assert_close(&c.get(), &ct, 0.0, "untouched");
     println!("child: declined: {why}");
+}
+
+#[test]
+fn kernel_levels_and_fallback_notes() {
+    assert_eq!(kernel_level("Prescott"), Some(2));
+    assert_eq!(kernel_level("HASWELL"), Some(3));
+    assert_eq!(kernel_level("SkylakeX"), Some(4));
+    assert_eq!(kernel_level("Cooperlake"), Some(4));
+    assert_eq!(kernel_level("riscv64_generic"), None);
+    let note = fallback_note("Prescott", 4).expect("Prescott on AVX-512 is a fallback");
+    assert!(note.contains("AVX-512") && note.contains("OPENBLAS_CORETYPE="), "{note}");
+    assert!(fallback_note("Haswell", 4).is_some());
+    assert!(fallback_note("Haswell", 3).is_none());
+    assert!(fallback_note("SkylakeX", 4).is_none());
+    assert!(fallback_note("Prescott", 2).is_none());
+    // A name not known here gives no verdict rather than a wrong one.
+    assert!(fallback_note("riscv64_generic", 4).is_none());
+}
+
+/// OpenBLAS reads `OPENBLAS_CORETYPE` when it loads, so each setting runs in
+/// a child process (`child_kernel`): a forced old kernel is reported as a
+/// fallback with the setting that fixes it, and that setting is then not.
+#[test]
+fn blas_info_names_a_fallback_kernel() {
+    let Some(lib) = lib() else { return };
+    let (Some(_), Some(cpu)) = (lib.core.as_ref(), cpu_level()) else {
+        eprintln!("not an OpenBLAS with openblas_get_corename, or not x86-64: skipping");
+        return;
+    };
+    let run = |coretype: &str| {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "sysblas::tests::child_kernel", "--nocapture", "--test-threads=1"])
+            .env("OPENBLAS_CORETYPE", coretype)
+            .env("TA_BLAS_TEST_KERNEL_CHILD", "1")
+            .env_remove(ENV_VAR)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        let at = text.find("child: ").unwrap_or_else(|| panic!("{text}"));
+        text[at..].lines().next().unwrap().to_string()
+    };
+    if cpu >= 3 {
+        let old = run("Prescott");
+        assert!(old.contains("kernel Prescott") || old.contains("kernel prescott"), "{old}");
+        assert!(old.contains("fallback") && old.contains("OPENBLAS_CORETYPE="), "{old}");
+        // The setting the note names makes the note go away.
+        let fix = old.split("OPENBLAS_CORETYPE=").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+        let good = run(&fix);
+        assert!(!good.contains("fallback"), "with OPENBLAS_CORETYPE={fix}: {good}");
+        assert!(good.to_ascii_lowercase().contains(&format!("kernel {}", fix.to_ascii_lowercase())), "{good}");
+    }
+}
+
+#[test]
+fn child_kernel() {
+    if std::env::var_os("TA_BLAS_TEST_KERNEL_CHILD").is_none() {
+        return; // only meaningful in the subprocess above
+    }
+    println!("child: {}", blas_info().expect("a BLAS loads here"));
 }

@@ -739,9 +739,12 @@ function ta_syrk(c, uplo, alpha, a, beta, opts, event_out, error)
     @ccall libtensorasync.ta_syrk(c::Ptr{ta_tensor}, uplo::ta_uplo, alpha::ta_scalar, a::Ptr{ta_tensor}, beta::ta_scalar, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# Describe the system BLAS found at run time (library and configuration) into `buf` as
+# Describe the system BLAS found at run time (library, configuration and, for OpenBLAS, the
+# kernel it chose for this CPU, with a note when that kernel is a fallback below the CPU's
+# instruction set and the `OPENBLAS_CORETYPE` setting that fixes it) into `buf` as
 # `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none was found (the BLAS backend then
-# declines everything).
+# declines everything). The dispatcher prefers the native backend for every operation; the
+# system BLAS runs only where a submission's backend selector asks for it.
 function ta_blas_info(buf, cap, len_out)
     @ccall libtensorasync.ta_blas_info(buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
