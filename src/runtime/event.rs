@@ -7,9 +7,8 @@ use std::sync::{Arc, Weak};
 
 use smallvec::SmallVec;
 
-use super::guard::{call_guarded, in_callback};
+use super::guard::{call_guarded, in_library_work};
 use super::poke::poke;
-use super::running::in_task;
 use crate::error::Result;
 use crate::sync::{Condvar, Mutex};
 
@@ -208,9 +207,4 @@ impl Event {
     pub fn same_as(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
-}
-
-/// Whether this thread is running a callback or a task of the library.
-fn in_library_work() -> bool {
-    in_callback() || in_task()
 }

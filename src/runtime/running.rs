@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::body::TaskBody;
+use super::guard::InLibraryWork;
 use super::task::Task;
 use crate::tensor::value::Value;
 
@@ -17,13 +18,14 @@ thread_local! {
     static RUNNING: RefCell<Vec<(*const Task, *const dyn TaskBody)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Pops the RUNNING entry even if the operation panics.
-pub(crate) struct RunningGuard;
+/// Pops the RUNNING entry even if the operation panics; counts the thread
+/// into the library's work meanwhile (see `Event::wait`).
+pub(crate) struct RunningGuard(#[allow(dead_code)] InLibraryWork);
 
 impl RunningGuard {
     pub(crate) fn push(task: &Task, op: &(dyn TaskBody + 'static)) -> RunningGuard {
         RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const dyn TaskBody)));
-        RunningGuard
+        RunningGuard(InLibraryWork::enter())
     }
 }
 
@@ -31,11 +33,6 @@ impl Drop for RunningGuard {
     fn drop(&mut self) {
         RUNNING.with(|r| r.borrow_mut().pop());
     }
-}
-
-/// Whether a task is running on this thread.
-pub(crate) fn in_task() -> bool {
-    RUNNING.with(|r| !r.borrow().is_empty())
 }
 
 /// Whether a task running on this thread accesses `value`.

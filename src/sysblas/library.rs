@@ -160,8 +160,8 @@ fn kernel_for(level: u8) -> &'static str {
             return if has!("avx512bf16") { "Cooperlake" } else { "SkylakeX" };
         }
         if level == 3 {
-            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
-            let v = unsafe { std::arch::x86_64::__cpuid(0) };
+            // CPUID leaf 0: the vendor string ("AuthenticAMD").
+            let v = std::arch::x86_64::__cpuid(0);
             return if (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163) { "Zen" } else { "Haswell" };
         }
     }
