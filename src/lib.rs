@@ -226,14 +226,6 @@ pub use ops::{KernelCall, KernelFailure, KernelFn};
 /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![3.0]);
 /// ```
 pub use queue::Mode;
-/// An asynchronous tensor handle.
-///
-/// ```
-/// use tensorasync::{Order, Tensor};
-/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
-/// let tr = t.transpose().unwrap();
-/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
-/// ```
 /// Which operations' status names the trace prints (set by the C crate).
 ///
 /// ```
@@ -404,6 +396,14 @@ pub use tensor::device::SimConfig;
 /// assert_eq!(tensorasync::SIMULATED_DEVICES_ENV, "TA_SIMULATED_DEVICES");
 /// ```
 pub use tensor::device::SIMULATED_DEVICES_ENV;
+/// An asynchronous tensor handle.
+///
+/// ```
+/// use tensorasync::{Order, Tensor};
+/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
+/// let tr = t.transpose().unwrap();
+/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
+/// ```
 pub use tensor::handle::Tensor;
 /// Releases wrapped host memory after its last access (see [`Tensor::wrap`]).
 ///
