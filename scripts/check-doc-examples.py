@@ -35,6 +35,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # path -> why its example cannot run.
 NO_RUN_ALLOWED = {}
 
+# path -> why it has no example yet. Listed, not failed; an entry that has
+# gained an example (or is gone) fails the check, so the list only shrinks.
+EXEMPT = {
+    "tensorasync::Mode::from_u32": "src/queue.rs is being changed on another branch; add at its merge",
+    "tensorasync::Mode::reads": "src/queue.rs is being changed on another branch; add at its merge",
+    "tensorasync::Mode::writes": "src/queue.rs is being changed on another branch; add at its merge",
+}
+
 RUST_TOKENS = {
     "rust", "should_panic", "no_run", "ignore", "compile_fail", "test_harness",
     "standalone_crate", "allow_fail",
@@ -138,17 +146,20 @@ def public_items(doc):
     return sorted(out.values())
 
 
-def check(doc, verbose=True):
-    """Returns (items, missing paths, no_run-only paths not allowed)."""
+def check(doc, exempt=None):
+    """Returns (items, missing, no_run-only not allowed, exempt and missing,
+    stale exemptions)."""
+    exempt = EXEMPT if exempt is None else exempt
     items = public_items(doc)
-    missing, bad_no_run = [], []
+    missing, bad_no_run, exempted = [], [], []
     for path, kind, docs in items:
         k = example_kind(docs)
         if k is None:
-            missing.append(f"{path} ({kind})")
+            (exempted if path in exempt else missing).append(f"{path} ({kind})")
         elif k == "no_run" and path not in NO_RUN_ALLOWED:
             bad_no_run.append(f"{path} ({kind})")
-    return items, missing, bad_no_run
+    stale = sorted(set(exempt) - {e.rsplit(" (", 1)[0] for e in exempted})
+    return items, missing, bad_no_run, exempted, stale
 
 
 def build_json():
@@ -253,15 +264,19 @@ pub mod m {
             doc = json.load(f)
     finally:
         shutil.rmtree(tmp)
-    items, missing, bad_no_run = check(doc)
+    items, missing, bad_no_run, exempted, stale = check(
+        doc, {"tensorasync::ignored": "fixture", "tensorasync::good": "fixture: stale"})
     want_missing = sorted([
         "tensorasync::reexported (function)", "tensorasync::text_only (function)",
-        "tensorasync::ignored (function)", "tensorasync::S::bare (method)", "tensorasync::T (trait)",
+        "tensorasync::S::bare (method)", "tensorasync::T (trait)",
         "tensorasync::T::m (trait method)", "tensorasync::C (constant)",
     ])
     ok = True
     if sorted(missing) != want_missing:
         print(f"self-test: missing {sorted(missing)}, want {want_missing}")
+        ok = False
+    if exempted != ["tensorasync::ignored (function)"] or stale != ["tensorasync::good"]:
+        print(f"self-test: exempted {exempted}, stale {stale}")
         ok = False
     if bad_no_run != ["tensorasync::no_run_only (function)"]:
         print(f"self-test: no_run-only {bad_no_run}")
@@ -282,15 +297,19 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else build_json()
     with open(path) as f:
         doc = json.load(f)
-    items, missing, bad_no_run = check(doc)
-    with_examples = len(items) - len(missing) - len(bad_no_run)
+    items, missing, bad_no_run, exempted, stale = check(doc)
+    with_examples = len(items) - len(missing) - len(bad_no_run) - len(exempted)
     print(f"{CRATE}: {len(items)} public items (rustdoc JSON format {doc['format_version']}), "
-          f"{with_examples} with a runnable example")
+          f"{with_examples} with a runnable example, {len(exempted)} exempt")
+    for m in exempted:
+        print(f"  exempt, no example: {m}: {EXEMPT[m.rsplit(' (', 1)[0]]}")
     for m in missing:
         print(f"  no example: {m}")
     for m in bad_no_run:
         print(f"  only a no_run example: {m}")
-    sys.exit(1 if missing or bad_no_run else 0)
+    for m in stale:
+        print(f"  stale exemption (has an example now, or is gone): {m}")
+    sys.exit(1 if missing or bad_no_run or stale else 0)
 
 
 if __name__ == "__main__":

@@ -384,7 +384,8 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
 /// ```
 /// use num_complex::Complex32;
 /// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
-/// let src = Tensor::from_slice(&[2], Order::RowMajor, &[Complex32::new(1.0, 2.0), Complex32::new(-3.0, -4.0)]).unwrap();
+/// let z = [Complex32::new(1.0, 2.0), Complex32::new(-3.0, -4.0)];
+/// let src = Tensor::from_slice(&[2], Order::RowMajor, &z).unwrap();
 /// let dst = Tensor::unconstructed(DType::C64, Domain::Host).unwrap();
 /// ops::conj(&dst, &src, Submit::default()).unwrap();
 /// assert_eq!(dst.to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, -2.0), Complex32::new(-3.0, 4.0)]);

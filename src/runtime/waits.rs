@@ -184,7 +184,8 @@ impl Runtime {
     /// ```
     /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
     /// let rt = Runtime::new(2).unwrap();
-    /// let ts: Vec<Tensor> = (0..4).map(|_| Tensor::zeros(DType::F32, &[8], Order::RowMajor, Default::default()).unwrap()).collect();
+    /// let zeros = || Tensor::zeros(DType::F32, &[8], Order::RowMajor, Default::default()).unwrap();
+    /// let ts: Vec<Tensor> = (0..4).map(|_| zeros()).collect();
     /// for (i, t) in ts.iter().enumerate() {
     ///     ops::fill(t, Scalar::real(i as f64), Submit::on(&rt)).unwrap();
     /// }
