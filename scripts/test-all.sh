@@ -63,6 +63,16 @@ printf 'use crate::b::X;\n' >"$cyc/a.rs"; printf 'use super::a::Y;\n' >"$cyc/b.r
 if python3 scripts/check-import-cycles.py "$cyc" >/dev/null; then echo "the import-cycle check missed a cycle"; exit 1; fi
 rm -rf "$cyc"
 
+# Every public item of the core crate has a doc example; read from rustdoc's
+# JSON output, which needs nightly (its own target dir, target/doc-json).
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  step "doc examples: every public item has one (rustdoc JSON, nightly)"
+  python3 scripts/check-doc-examples.py --self-test
+  python3 scripts/check-doc-examples.py
+else
+  step "no nightly toolchain: doc-example check skipped"
+fi
+
 step "Rust tests (cargo test --release)"
 cargo test --release
 

@@ -185,11 +185,14 @@ pub use layout::Order;
 /// What a kernel returns.
 ///
 /// ```
-/// use tensorasync::{KernelCall, KernelResult};
-/// fn noop(_: &mut KernelCall<'_>) -> KernelResult {
-///     Ok(())
+/// use tensorasync::{ops, KernelCall, KernelFailure, KernelFn, KernelResult, Mode, Order, Status, Submit, Tensor};
+/// fn refuse(_: &mut KernelCall<'_>) -> KernelResult {
+///     Err(KernelFailure { code: 5, message: Some("refused".into()) })
 /// }
-/// # let _ = noop;
+/// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+/// let ev = ops::kernel("refuse", &[(&t, Mode::Update)], KernelFn::new(refuse), Submit::default().with_event());
+/// let e = ev.unwrap().unwrap().wait(None).unwrap_err();
+/// assert_eq!((e.status(), e.message()), (Status::KernelFailed, "refused"));
 /// ```
 pub use ops::KernelResult;
 /// A raw view of one kernel operand (see [`KernelCall::views`]).
@@ -226,14 +229,6 @@ pub use ops::{KernelCall, KernelFailure, KernelFn};
 /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![3.0]);
 /// ```
 pub use queue::Mode;
-/// An asynchronous tensor handle.
-///
-/// ```
-/// use tensorasync::{Order, Tensor};
-/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
-/// let tr = t.transpose().unwrap();
-/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
-/// ```
 /// Which operations' status names the trace prints (set by the C crate).
 ///
 /// ```
@@ -243,15 +238,19 @@ pub use runtime::observe::set_trace_status_names;
 /// The format of a pending-work dump.
 ///
 /// ```
-/// let f = tensorasync::DumpFormat::Text;
-/// # let _ = f;
+/// use tensorasync::{DumpFormat, Runtime};
+/// let rt = Runtime::new(1).unwrap();
+/// rt.track(true).unwrap();
+/// assert!(rt.dump(DumpFormat::Dot).starts_with("digraph"));
+/// assert!(!rt.dump(DumpFormat::Text).starts_with("digraph"));
 /// ```
 pub use runtime::observe::DumpFormat;
 /// The runtime's counters.
 ///
 /// ```
-/// let s = tensorasync::Stats::default();
-/// # let _ = s;
+/// let s: tensorasync::Stats = tensorasync::Runtime::new(2).unwrap().stats();
+/// assert_eq!((s.submitted, s.completed, s.pending), (0, 0, 0));
+/// assert_eq!(s.busy_ns.len(), 2); // one per worker
 /// ```
 pub use runtime::stats::Stats;
 /// A completion callback.
@@ -404,12 +403,30 @@ pub use tensor::device::SimConfig;
 /// assert_eq!(tensorasync::SIMULATED_DEVICES_ENV, "TA_SIMULATED_DEVICES");
 /// ```
 pub use tensor::device::SIMULATED_DEVICES_ENV;
+/// An asynchronous tensor handle.
+///
+/// ```
+/// use tensorasync::{Order, Tensor};
+/// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i32, 2, 3, 4]).unwrap();
+/// let tr = t.transpose().unwrap();
+/// assert_eq!(tr.to_vec::<i32>().unwrap(), vec![1, 3, 2, 4]);
+/// ```
 pub use tensor::handle::Tensor;
 /// Releases wrapped host memory after its last access (see [`Tensor::wrap`]).
 ///
 /// ```
-/// let release: tensorasync::ReleaseFn = Box::new(|| println!("released"));
-/// # drop(release);
+/// use std::sync::mpsc;
+/// use tensorasync::{DType, Layout, Order, ReleaseFn, Tensor};
+/// let data = [1u8, 2, 3];
+/// let (tx, rx) = mpsc::channel();
+/// let release: ReleaseFn = Box::new(move || tx.send(()).unwrap());
+/// // SAFETY: `data` outlives the tensor (it is read-only, `writable` false).
+/// let layout = Layout::contiguous(&[3], Order::RowMajor);
+/// let t = unsafe { Tensor::wrap(DType::U8, layout, data.as_ptr() as *mut u8, false, Some(release)) }.unwrap();
+/// assert_eq!(t.to_vec::<u8>().unwrap(), vec![1, 2, 3]);
+/// assert!(rx.try_recv().is_err()); // still in use
+/// drop(t);
+/// rx.recv().unwrap(); // released once the last handle is gone
 /// ```
 pub use tensor::storage::ReleaseFn;
 /// One axis of a slice.

@@ -6,6 +6,16 @@ use std::sync::Arc;
 /// The name of a submitted operation. Library operations use static names;
 /// user kernels may give their own. A borrowed name costs nothing per
 /// submission: it is copied only if an error is created.
+///
+/// ```
+/// use tensorasync::{ops, KernelFailure, KernelFn, Mode, Order, Submit, Tensor};
+/// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+/// let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: None }));
+/// // A name made at run time names the operation's errors.
+/// let name = format!("solver_step_{}", 7);
+/// let ev = ops::kernel(name, &[(&t, Mode::Update)], k, Submit::default().with_event()).unwrap().unwrap();
+/// assert_eq!(ev.wait(None).unwrap_err().origin(), "solver_step_7");
+/// ```
 #[derive(Clone, Debug)]
 pub enum OpName {
     Static(&'static str),
@@ -27,11 +37,25 @@ impl OpName {
     /// # Safety
     /// `ptr..ptr+len` must stay valid, unmodified UTF-8 (invalid bytes are
     /// replaced when read) until the operation completes.
+    ///
+    /// ```
+    /// use tensorasync::ops::OpName;
+    /// let name = String::from("from_c");
+    /// // SAFETY: `name` is valid UTF-8 and outlives every use of the OpName.
+    /// let n = unsafe { OpName::borrowed(name.as_ptr(), name.len()) };
+    /// assert_eq!(n.to_origin(), "from_c");
+    /// ```
     pub unsafe fn borrowed(ptr: *const u8, len: usize) -> OpName {
         OpName::Borrowed { ptr, len }
     }
 
     /// The name, copied out where it is borrowed (used when creating errors).
+    ///
+    /// ```
+    /// use tensorasync::ops::OpName;
+    /// assert_eq!(OpName::from("gemm").to_origin(), "gemm");
+    /// assert_eq!(OpName::from(String::from("mine")).to_origin(), "mine");
+    /// ```
     pub fn to_origin(&self) -> Cow<'static, str> {
         match self {
             OpName::Static(s) => Cow::Borrowed(s),

@@ -30,9 +30,28 @@ pub struct Selector {
 
 impl Selector {
     /// Any backend, in the preferred order.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Scalar, Selector, Submit, Tensor};
+    /// assert_eq!(Selector::AUTO, Selector::default());
+    /// let t = Tensor::zeros(DType::F32, &[2], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&t, Scalar::real(3.0), Submit { selector: Selector::AUTO, ..Default::default() }).unwrap();
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![3.0; 2]);
+    /// ```
     pub const AUTO: Selector = Selector { mask: 0 };
 
     /// Only the given backend families.
+    ///
+    /// ```
+    /// use tensorasync::{ops, BackendKind, DType, Order, Scalar, Selector, Submit, Tensor};
+    /// let t = Tensor::zeros(DType::F32, &[2], Order::RowMajor, Default::default()).unwrap();
+    /// // No CUDA backend runs on a host tensor: the submission is refused.
+    /// let cuda_only = Submit { selector: Selector::only(&[BackendKind::Cuda]), ..Default::default() };
+    /// assert!(ops::fill(&t, Scalar::real(1.0), cuda_only).is_err());
+    /// let native = Submit { selector: Selector::only(&[BackendKind::Native]), ..Default::default() };
+    /// ops::fill(&t, Scalar::real(1.0), native).unwrap();
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0; 2]);
+    /// ```
     pub fn only(kinds: &[BackendKind]) -> Selector {
         Selector { mask: kinds.iter().fold(0, |m, k| m | 1 << (*k as u32)) }
     }

@@ -16,6 +16,15 @@ use crate::tensor::value::Value;
 /// `dst = src`, element by element, whatever the two layouts. An overwrite: it
 /// constructs an unconstructed `dst` (dense row-major, `src`'s extents) and
 /// clears a poison on `dst`.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let src = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1u16, 2, 3, 4]).unwrap();
+/// // From a transposed view into a new dense tensor.
+/// let dst = Tensor::unconstructed(DType::U16, Domain::Host).unwrap();
+/// ops::copy(&dst, &src.transpose().unwrap(), Submit::default()).unwrap();
+/// assert_eq!(dst.to_vec::<u16>().unwrap(), vec![1, 3, 2, 4]);
+/// ```
 pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "copy";
     if dst.dtype() != src.dtype() {
@@ -51,6 +60,17 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
 /// # Safety
 /// Every element `src` addresses at `ptr` must stay readable, and unmodified,
 /// until the operation completes (its event, callback or completion entry).
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Layout, Order, Submit, Tensor};
+/// let host = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]; // a 2 x 3 column-major matrix
+/// let dst = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// let layout = Layout::contiguous(&[2, 3], Order::ColMajor);
+/// // SAFETY: `host` outlives the operation, which the wait below completes.
+/// let ev = unsafe { ops::copy_in(&dst, host.as_ptr().cast(), layout, Submit::default().with_event()) };
+/// ev.unwrap().unwrap().wait(None).unwrap();
+/// assert_eq!(dst.to_vec::<f64>().unwrap(), vec![1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+/// ```
 pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "copy_in";
     check_host_buffer(ptr, &src, dst, ORIGIN)?;
@@ -84,6 +104,16 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
 /// # Safety
 /// `ptr` must stay writable for `capacity` elements, and untouched by the
 /// caller, until the operation completes.
+///
+/// ```
+/// use tensorasync::{ops, Order, Submit, Tensor};
+/// let src = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i64, 2, 3, 4]).unwrap();
+/// let mut host = [0i64; 4];
+/// // SAFETY: `host` has room for 4 elements and outlives the operation, which the wait completes.
+/// let ev = unsafe { ops::copy_out(&src, host.as_mut_ptr().cast(), 4, Some(&[1, 2]), Submit::default().with_event()) };
+/// ev.unwrap().unwrap().wait(None).unwrap();
+/// assert_eq!(host, [1, 3, 2, 4]); // column-major
+/// ```
 pub unsafe fn copy_out(
     src: &Tensor,
     ptr: *mut u8,

@@ -12,6 +12,13 @@ use crate::runtime::Event;
 use crate::tensor::handle::Tensor;
 
 /// Set every element of `t` to `value` (an overwrite: clears a poison).
+///
+/// ```
+/// use tensorasync::{ops, DType, Imm, Order, Submit, Tensor};
+/// let t = Tensor::zeros(DType::I32, &[3], Order::RowMajor, Default::default()).unwrap();
+/// ops::fill(&t, Imm::int(7), Submit::default()).unwrap();
+/// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7, 7, 7]);
+/// ```
 pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "fill";
     let value = value.into();
@@ -22,6 +29,13 @@ pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Optio
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` stays poisoned).
+///
+/// ```
+/// use tensorasync::{ops, Order, Scalar, Submit, Tensor};
+/// let x = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f32, -2.0, 3.5]).unwrap();
+/// ops::scale(&x, Scalar::real(2.0), Submit::default()).unwrap();
+/// assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, -4.0, 7.0]);
+/// ```
 pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "scale";
     let alpha = alpha.into();
@@ -32,6 +46,14 @@ pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Opti
 }
 
 /// `y = alpha * x + y`.
+///
+/// ```
+/// use tensorasync::{ops, Order, Scalar, Submit, Tensor};
+/// let x = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 2.0, 3.0]).unwrap();
+/// let y = Tensor::from_slice(&[3], Order::RowMajor, &[10.0f64, 20.0, 30.0]).unwrap();
+/// ops::axpy(&y, Scalar::real(2.0), &x, Submit::default()).unwrap();
+/// assert_eq!(y.to_vec::<f64>().unwrap(), vec![12.0, 24.0, 36.0]);
+/// ```
 pub fn axpy(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     const ORIGIN: &str = "axpy";
     let staged = super::transfer::inputs_in(ORIGIN, y.domain(), &[x], &opts)?;

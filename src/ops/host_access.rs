@@ -12,12 +12,31 @@ impl crate::tensor::handle::Tensor {
     /// poisoned tensor fails with its error; a write is a pure overwrite.
     /// On timeout the access is released as soon as it is granted. From a
     /// task that accesses this tensor it fails with `WouldDeadlock`.
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+    /// let a = t.acquire(Mode::Read, None).unwrap();
+    /// assert!(a.is_granted());
+    /// assert_eq!(a.view().unwrap().extents.as_slice(), &[2]);
+    /// ```
     pub fn acquire(&self, mode: Mode, timeout: Option<std::time::Duration>) -> Result<HostAccess> {
         self.acquire_in("ta_tensor_acquire", mode, timeout)
     }
 
     /// [`acquire`](Self::acquire), with `origin` naming the caller in the
     /// errors this call makes (the C library passes its function's name).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tensorasync::{Mode, Order, Status, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let writer = t.acquire(Mode::Update, None).unwrap();
+    /// // A second update waits for the first, which is held: it times out.
+    /// let e = t.acquire_in("my_acquire", Mode::Update, Some(Duration::from_millis(1))).unwrap_err();
+    /// assert_eq!((e.status(), e.origin()), (Status::Timeout, "my_acquire"));
+    /// drop(writer);
+    /// ```
     pub fn acquire_in(
         &self,
         origin: &'static str,
@@ -43,12 +62,34 @@ impl crate::tensor::handle::Tensor {
     }
 
     /// Enroll a host access in `mode` without waiting; see [`HostAccess::ready`].
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let first = t.acquire_async(Mode::Update).unwrap();
+    /// let second = t.acquire_async(Mode::Read).unwrap();
+    /// first.ready().wait(None).unwrap();
+    /// assert!(!second.is_granted()); // after the update
+    /// drop(first);
+    /// second.ready().wait(None).unwrap();
+    /// assert!(second.is_granted());
+    /// ```
     pub fn acquire_async(&self, mode: Mode) -> Result<HostAccess> {
         self.acquire_async_in("ta_tensor_acquire_async", mode)
     }
 
     /// [`acquire_async`](Self::acquire_async), with `origin` naming the
     /// caller in the errors this call makes.
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let a = t.acquire_async_in("my_acquire_async", Mode::Read).unwrap();
+    /// a.ready().wait(None).unwrap();
+    /// // A conj view is read-only: a write access is refused, in the caller's name.
+    /// let e = t.conj().unwrap().acquire_async_in("my_acquire_async", Mode::Write).err().unwrap();
+    /// assert_eq!(e.origin(), "my_acquire_async");
+    /// ```
     pub fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
         let (token, _) =
             super::external_inner(super::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;

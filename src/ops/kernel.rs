@@ -425,6 +425,14 @@ pub fn external(
 
 /// [`external`], with `origin` naming the caller in the errors this call
 /// makes (the C library passes its function's name).
+///
+/// ```
+/// use tensorasync::{ops, Mode, Order, Submit, Tensor};
+/// let t = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+/// // A conj view is read-only: writing it is rejected, in the caller's name.
+/// let e = ops::external_in("io", "my_submit", &[(&t.conj().unwrap(), Mode::Write)], Submit::default()).unwrap_err();
+/// assert_eq!(e.origin(), "my_submit");
+/// ```
 pub fn external_in(
     name: impl Into<OpName>,
     origin: &'static str,

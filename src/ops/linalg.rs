@@ -24,6 +24,17 @@ use crate::tensor::handle::Tensor;
 use crate::tensor::value::Value;
 
 /// A scalar operand: an immediate value, or a 0-d tensor read when the task runs.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// use tensorasync::ops::ScalarArg;
+/// let alpha = Tensor::from_slice(&[], Order::RowMajor, &[3.0f64]).unwrap(); // 0-d
+/// let a = Tensor::from_slice(&[1, 1], Order::RowMajor, &[2.0f64]).unwrap();
+/// let b = Tensor::from_slice(&[1, 1], Order::RowMajor, &[5.0f64]).unwrap();
+/// let c = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::assign_product(&c, ScalarArg::Tensor(&alpha), &a, &b, Submit::default()).unwrap();
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![30.0]);
+/// ```
 #[derive(Clone, Copy)]
 pub enum ScalarArg<'a> {
     Value(Scalar),
@@ -215,6 +226,16 @@ fn gemm_like<'a>(
 /// `C = alpha·A·B`, an overwrite: constructs an unconstructed `C`, and
 /// replaces the storage of a whole `C` of another shape (not while it has
 /// views). Transposed and conj views of `A` and `B` are honoured without copies.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Scalar, Submit, Tensor};
+/// let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+/// let b = Tensor::from_slice(&[2, 2], Order::RowMajor, &[5.0f64, 6.0, 7.0, 8.0]).unwrap();
+/// let c = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::assign_product(&c, Scalar::real(1.0), &a, &b, Submit::default()).unwrap();
+/// assert_eq!(c.extents().unwrap().as_slice(), &[2, 2]);
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![19.0, 22.0, 43.0, 50.0]);
+/// ```
 pub fn assign_product<'a>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
@@ -226,6 +247,15 @@ pub fn assign_product<'a>(
 }
 
 /// `C = alpha·A·B + C`: `C` must exist with the product's shape.
+///
+/// ```
+/// use tensorasync::{ops, Order, Scalar, Submit, Tensor};
+/// let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+/// let b = Tensor::from_slice(&[2, 2], Order::RowMajor, &[5.0f64, 6.0, 7.0, 8.0]).unwrap();
+/// let c = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64; 4]).unwrap();
+/// ops::add_product(&c, Scalar::real(1.0), &a, &b, Submit::default()).unwrap();
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![20.0, 23.0, 44.0, 51.0]);
+/// ```
 pub fn add_product<'a>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
@@ -237,6 +267,19 @@ pub fn add_product<'a>(
 }
 
 /// `C = alpha·A·B + beta·C`: `C` must exist with the product's shape.
+///
+/// ```
+/// use tensorasync::{ops, Order, Scalar, Submit, Tensor};
+/// let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+/// let b = Tensor::from_slice(&[2, 2], Order::RowMajor, &[5.0f64, 6.0, 7.0, 8.0]).unwrap();
+/// let c = Tensor::from_slice(&[2, 2], Order::RowMajor, &[2.0f64; 4]).unwrap();
+/// // C = 2·A·B + 0.5·C, with A·B = [[19, 22], [43, 50]].
+/// ops::gemm(&c, Scalar::real(2.0), &a, &b, Scalar::real(0.5), Submit::default()).unwrap();
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![39.0, 45.0, 87.0, 101.0]);
+/// // A transposed view is read as Aᵀ.
+/// ops::gemm(&c, Scalar::real(1.0), &a.transpose().unwrap(), &b, Scalar::real(0.0), Submit::default()).unwrap();
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![26.0, 30.0, 38.0, 44.0]);
+/// ```
 pub fn gemm<'a>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
@@ -253,6 +296,15 @@ pub fn gemm<'a>(
 /// `beta` `None`, an overwrite (constructs or replaces `C` as
 /// [`assign_product`] does); otherwise `C = alpha·(A·B) + beta·C`.
 // The arguments are those of tensordot plus the BLAS-style scalars.
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Scalar, Submit, Tensor};
+/// let a = Tensor::from_slice(&[2, 3], Order::RowMajor, &[0.0f64, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+/// let b = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 10.0, 100.0]).unwrap();
+/// let c = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// // c[i] = sum_k a[i, k] * b[k]
+/// ops::contract(&c, Scalar::real(1.0), &a, &b, &[1], &[0], None, Submit::default()).unwrap();
+/// assert_eq!(c.to_vec::<f64>().unwrap(), vec![210.0, 543.0]);
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn contract<'a>(
     c: &'a Tensor,
@@ -296,6 +348,15 @@ pub fn contract<'a>(
 
 /// `dst = src` with axes reordered (axis `k` of `dst` is axis `perm[k]` of
 /// `src`), materialised. Constructs an unconstructed `dst`.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let src = Tensor::from_slice(&[2, 3], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+/// let dst = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::permute(&dst, &src, &[1, 0], Submit::default()).unwrap();
+/// assert_eq!(dst.extents().unwrap().as_slice(), &[3, 2]);
+/// assert_eq!(dst.to_vec::<f64>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// ```
 pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> Result<Option<Event>> {
     const O: &str = "permute";
     same_dtype_and_domain(O, &[dst, src])?;
@@ -319,6 +380,16 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
 
 /// `dst = conj(src)`, materialised (a copy for real dtypes). Constructs an
 /// unconstructed `dst`.
+///
+/// ```
+/// use num_complex::Complex32;
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let z = [Complex32::new(1.0, 2.0), Complex32::new(-3.0, -4.0)];
+/// let src = Tensor::from_slice(&[2], Order::RowMajor, &z).unwrap();
+/// let dst = Tensor::unconstructed(DType::C64, Domain::Host).unwrap();
+/// ops::conj(&dst, &src, Submit::default()).unwrap();
+/// assert_eq!(dst.to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, -2.0), Complex32::new(-3.0, 4.0)]);
+/// ```
 pub fn conj(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     const O: &str = "conj";
     same_dtype_and_domain(O, &[dst, src])?;
@@ -390,21 +461,59 @@ fn reduction(
 
 /// Sum of all elements (`axes` `None`, into a 0-d tensor) or over the given
 /// axes (into a tensor of the remaining axes). Constructs an unconstructed `out`.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let x = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+/// let total = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::sum(&total, &x, None, Submit::default()).unwrap();
+/// assert_eq!(total.to_vec::<f64>().unwrap(), vec![10.0]);
+/// let columns = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::sum(&columns, &x, Some(&[0]), Submit::default()).unwrap();
+/// assert_eq!(columns.to_vec::<f64>().unwrap(), vec![4.0, 6.0]);
+/// ```
 pub fn sum(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_>) -> Result<Option<Event>> {
     reduction("sum", out, &[x], KernelOp::Sum(axes.map(Into::into)), axes, false, opts)
 }
 
 /// `out = sum(conj(x) · y)` with `conjugate`, else `sum(x · y)`, into a 0-d tensor.
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let x = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 2.0, 3.0]).unwrap();
+/// let y = Tensor::from_slice(&[3], Order::RowMajor, &[4.0f64, 5.0, 6.0]).unwrap();
+/// let out = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// ops::dot(&out, &x, &y, false, Submit::default()).unwrap();
+/// assert_eq!(out.to_vec::<f64>().unwrap(), vec![32.0]);
+/// ```
 pub fn dot(out: &Tensor, x: &Tensor, y: &Tensor, conjugate: bool, opts: Submit<'_>) -> Result<Option<Event>> {
     reduction("dot", out, &[x, y], KernelOp::Dot { conjugate }, None, false, opts)
 }
 
 /// The Euclidean norm of all elements, into a 0-d tensor of the real dtype.
+///
+/// ```
+/// use num_complex::Complex64;
+/// use tensorasync::{ops, DType, Domain, Order, Submit, Tensor};
+/// let x = Tensor::from_slice(&[2], Order::RowMajor, &[Complex64::new(3.0, 0.0), Complex64::new(0.0, 4.0)]).unwrap();
+/// let out = Tensor::unconstructed(DType::F64, Domain::Host).unwrap(); // real, for a complex x
+/// ops::norm2(&out, &x, Submit::default()).unwrap();
+/// assert!((out.to_vec::<f64>().unwrap()[0] - 5.0).abs() < 1e-12);
+/// ```
 pub fn norm2(out: &Tensor, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
     reduction("norm2", out, &[x], KernelOp::Norm2, None, true, opts)
 }
 
 /// Which triangle of a matrix an operation uses.
+///
+/// ```
+/// use tensorasync::{ops, Order, Submit, Tensor};
+/// use tensorasync::ops::Uplo;
+/// // [[4, 2], [2, 5]] = Uᵀ·U with U = [[2, 1], [0, 2]]; the strict lower triangle is untouched.
+/// let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[4.0f64, 2.0, 2.0, 5.0]).unwrap();
+/// ops::potrf(&a, Uplo::Upper, Submit::default()).unwrap();
+/// assert_eq!(a.to_vec::<f64>().unwrap(), vec![2.0, 1.0, 2.0, 2.0]);
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Uplo {
     Lower,
@@ -415,6 +524,20 @@ pub enum Uplo {
 /// `A = L·L^H` and `L` overwrites the lower triangle (the strict upper one is
 /// untouched). A matrix that is not positive definite fails the operation
 /// (and poisons `A`).
+///
+/// ```
+/// use tensorasync::{ops, Order, Status, Submit, Tensor};
+/// use tensorasync::ops::Uplo;
+/// // [[4, 2], [2, 5]] = L·Lᵀ with L = [[2, 0], [1, 2]]; the strict upper triangle is untouched.
+/// let a = Tensor::from_slice(&[2, 2], Order::RowMajor, &[4.0f64, 2.0, 2.0, 5.0]).unwrap();
+/// ops::potrf(&a, Uplo::Lower, Submit::default()).unwrap();
+/// assert_eq!(a.to_vec::<f64>().unwrap(), vec![2.0, 2.0, 1.0, 2.0]);
+/// // Not positive definite: the operation fails and poisons the matrix.
+/// let bad = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
+/// let ev = ops::potrf(&bad, Uplo::Lower, Submit::default().with_event()).unwrap().unwrap();
+/// assert!(ev.wait(None).is_err());
+/// assert!(bad.to_vec::<f64>().is_err());
+/// ```
 pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> {
     const O: &str = "potrf";
     check_float(a.dtype(), O)?;
@@ -436,6 +559,16 @@ pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> 
 /// `X` overwriting `B`. `A` is triangular as given (`uplo` describes the
 /// matrix the handle shows, so a transposed view of a lower `L` is `Upper`);
 /// `unit_diag` treats its diagonal as ones.
+///
+/// ```
+/// use tensorasync::{ops, Order, Scalar, Submit, Tensor};
+/// use tensorasync::ops::Uplo;
+/// // Solve L·x = b with L = [[2, 0], [1, 2]], b = [2, 5]: x = [1, 2].
+/// let l = Tensor::from_slice(&[2, 2], Order::RowMajor, &[2.0f64, 0.0, 1.0, 2.0]).unwrap();
+/// let b = Tensor::from_slice(&[2, 1], Order::RowMajor, &[2.0f64, 5.0]).unwrap();
+/// ops::trsm(&b, true, Uplo::Lower, false, Scalar::real(1.0), &l, Submit::default()).unwrap();
+/// assert_eq!(b.to_vec::<f64>().unwrap(), vec![1.0, 2.0]);
+/// ```
 pub fn trsm(
     b: &Tensor,
     left: bool,
@@ -470,6 +603,17 @@ pub fn trsm(
 
 /// Symmetric (Hermitian) rank-k update of one triangle: `C = alpha·A·A^H +
 /// beta·C` (`beta` `None`: `C`'s old values are not read).
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+/// use tensorasync::ops::Uplo;
+/// // C = A·Aᵀ with A = [1, 2]ᵀ: [[1, 2], [2, 4]], lower triangle only.
+/// let a = Tensor::from_slice(&[2, 1], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+/// let c = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Default::default()).unwrap();
+/// ops::syrk(&c, Uplo::Lower, Scalar::real(1.0), &a, None, Submit::default()).unwrap();
+/// let v = c.to_vec::<f64>().unwrap();
+/// assert_eq!((v[0], v[2], v[3]), (1.0, 2.0, 4.0));
+/// ```
 pub fn syrk(
     c: &Tensor,
     uplo: Uplo,

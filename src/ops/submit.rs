@@ -31,6 +31,18 @@ use crate::tensor::value::{Contents, StateGuard, Value, ValueState};
 /// Where each enrolled access landed: `(value id, position in its queue)`.
 /// Sorting operations by these positions per value recovers the order the
 /// runtime guarantees; tests use it to replay a concurrent program sequentially.
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+/// use tensorasync::ops::EnrollTrace;
+/// let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Default::default()).unwrap();
+/// let (mut first, mut second) = (EnrollTrace::new(), EnrollTrace::new());
+/// ops::fill(&t, Scalar::real(1.0), Submit { trace: Some(&mut first), ..Default::default() }).unwrap();
+/// ops::scale(&t, Scalar::real(2.0), Submit { trace: Some(&mut second), ..Default::default() }).unwrap();
+/// assert_eq!((first[0].0, second[0].0), (t.value_id(), t.value_id()));
+/// assert!(first[0].1 < second[0].1); // the fill is ordered first
+/// assert_eq!(t.to_vec::<f64>().unwrap(), vec![2.0, 2.0]);
+/// ```
 pub type EnrollTrace = SmallVec<[(usize, u64); 3]>;
 
 /// How to submit an operation and report its completion.
@@ -54,11 +66,27 @@ pub struct Submit<'a> {
 }
 
 impl<'a> Submit<'a> {
-    /// Submit to `rt` and ask for an event.
+    /// Submit to `rt` (with no event unless asked for, see [`Submit::with_event`]).
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+    /// assert!(ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap().is_none()); // no event asked for
+    /// rt.wait_idle(None).unwrap();
+    /// assert_eq!(rt.stats().completed, 1);
+    /// ```
     pub fn on(rt: &'a Runtime) -> Self {
         Submit { runtime: Some(rt), ..Default::default() }
     }
     /// Also return an event.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap();
+    /// ev.expect("an event").wait(None).unwrap();
+    /// ```
     pub fn with_event(mut self) -> Self {
         self.event = true;
         self

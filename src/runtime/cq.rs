@@ -39,6 +39,12 @@ pub struct CompletionQueue(Arc<Inner>);
 
 impl CompletionQueue {
     /// A new, empty completion queue.
+    ///
+    /// ```
+    /// let cq = tensorasync::CompletionQueue::new().unwrap();
+    /// assert_eq!(cq.len(), 0);
+    /// assert!(cq.poll(8).is_empty());
+    /// ```
     pub fn new() -> Result<CompletionQueue> {
         // SAFETY: eventfd has no pointer arguments; a negative return is an error.
         let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -61,12 +67,36 @@ impl CompletionQueue {
 
     /// The descriptor that is readable while completions are pending. It stays
     /// owned by the queue: do not read from or close it.
+    ///
+    /// ```
+    /// use tensorasync::{CompletionEntry, CompletionQueue};
+    /// let cq = CompletionQueue::new().unwrap();
+    /// let readable = |fd| {
+    ///     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    ///     // SAFETY: one valid pollfd, no wait.
+    ///     unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    /// };
+    /// assert!(!readable(cq.fd()));
+    /// cq.push(CompletionEntry { tag: 1, result: Ok(()) });
+    /// assert!(readable(cq.fd()));
+    /// cq.poll(1);
+    /// assert!(!readable(cq.fd()));
+    /// ```
     pub fn fd(&self) -> RawFd {
         self.0.fd.as_raw_fd()
     }
 
     /// Add an entry, as a completion does (for completions the program
     /// reports itself, such as a callback that forwards to the queue).
+    ///
+    /// ```
+    /// use tensorasync::{CompletionEntry, CompletionQueue, Error, Status};
+    /// let cq = CompletionQueue::new().unwrap();
+    /// cq.push(CompletionEntry { tag: 7, result: Err(Error::new(Status::KernelFailed, "mine", "it broke")) });
+    /// let e = cq.poll(1).pop().unwrap();
+    /// assert_eq!(e.tag, 7);
+    /// assert_eq!(e.result.unwrap_err().message(), "it broke");
+    /// ```
     pub fn push(&self, entry: CompletionEntry) {
         let mut q = self.0.entries.lock();
         if q.is_empty() {
@@ -112,6 +142,17 @@ impl CompletionQueue {
     }
 
     /// Take up to `max` completions, oldest first.
+    ///
+    /// ```
+    /// use tensorasync::{CompletionEntry, CompletionQueue};
+    /// let cq = CompletionQueue::new().unwrap();
+    /// for tag in 1..=3 {
+    ///     cq.push(CompletionEntry { tag, result: Ok(()) });
+    /// }
+    /// let tags: Vec<u64> = cq.poll(2).iter().map(|e| e.tag).collect();
+    /// assert_eq!(tags, vec![1, 2]); // oldest first, at most 2
+    /// assert_eq!(cq.poll(8).len(), 1);
+    /// ```
     pub fn poll(&self, max: usize) -> Vec<CompletionEntry> {
         let mut q = self.0.entries.lock();
         let n = max.min(q.len());
@@ -129,11 +170,27 @@ impl CompletionQueue {
     }
 
     /// Number of pending completions.
+    ///
+    /// ```
+    /// use tensorasync::{CompletionEntry, CompletionQueue};
+    /// let cq = CompletionQueue::new().unwrap();
+    /// cq.push(CompletionEntry { tag: 1, result: Ok(()) });
+    /// cq.push(CompletionEntry { tag: 2, result: Ok(()) });
+    /// assert_eq!(cq.len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         self.0.entries.lock().len()
     }
 
     /// Whether no completion is pending.
+    ///
+    /// ```
+    /// use tensorasync::{CompletionEntry, CompletionQueue};
+    /// let cq = CompletionQueue::new().unwrap();
+    /// assert!(cq.is_empty());
+    /// cq.push(CompletionEntry { tag: 1, result: Ok(()) });
+    /// assert!(!cq.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -68,11 +68,33 @@ impl Token {
 
     /// Completes once every access is granted (with the error instead if an
     /// input is poisoned, or `Cancelled` at a shutdown with cancel).
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (writer, _) = ops::external("first", &[(&t, Mode::Update)], Submit::default()).unwrap();
+    /// let (reader, _) = ops::external("second", &[(&t, Mode::Read)], Submit::default()).unwrap();
+    /// writer.started().wait(None).unwrap();
+    /// assert!(!reader.started().is_complete()); // waits for the writer
+    /// writer.finish(Status::Ok, None).unwrap();
+    /// reader.started().wait(None).unwrap();
+    /// reader.finish(Status::Ok, None).unwrap();
+    /// ```
     pub fn started(&self) -> &Event {
         self.inner().started()
     }
 
     /// The granted views, in declaration order (`Pending` before the grant).
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[2, 3], Order::RowMajor, &[0.0f64; 6]).unwrap();
+    /// let (token, _) = ops::external("look", &[(&t, Mode::Read)], Submit::default()).unwrap();
+    /// token.started().wait(None).unwrap();
+    /// let v = &token.views().unwrap()[0];
+    /// assert_eq!((v.extents.as_slice(), v.strides.as_slice()), (&[2usize, 3][..], &[3isize, 1][..]));
+    /// token.finish(Status::Ok, None).unwrap();
+    /// ```
     pub fn views(&self) -> Result<&[GrantedView]> {
         self.inner().views("token_views")
     }
@@ -82,6 +104,16 @@ impl Token {
     /// with `message`). Before the grant it takes effect once the accesses
     /// are granted. `AlreadyFinished` if a shutdown with cancel completed the
     /// operation already.
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// token.finish(Status::KernelFailed, Some("device lost".into())).unwrap();
+    /// let e = ev.unwrap().wait(None).unwrap_err();
+    /// assert_eq!((e.status(), e.message()), (Status::KernelFailed, "device lost"));
+    /// assert!(t.to_vec::<f64>().is_err()); // the output is poisoned
+    /// ```
     pub fn finish(mut self, status: Status, message: Option<String>) -> Result<()> {
         let inner = self.inner.take().expect("present until finished");
         finish_status(&inner, status as u32, message, "token_finish")
@@ -89,6 +121,17 @@ impl Token {
 
     /// [`views`](Self::views), with `origin` naming the caller in the errors
     /// this call makes (the C library passes its function's name).
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (first, _) = ops::external("first", &[(&t, Mode::Update)], Submit::default()).unwrap();
+    /// let (second, _) = ops::external("second", &[(&t, Mode::Update)], Submit::default()).unwrap();
+    /// let e = second.views_in("my_views").unwrap_err(); // not granted yet
+    /// assert_eq!((e.status(), e.origin()), (Status::Pending, "my_views"));
+    /// first.finish(Status::Ok, None).unwrap();
+    /// second.finish(Status::Ok, None).unwrap();
+    /// ```
     pub fn views_in(&self, origin: &'static str) -> Result<&[GrantedView]> {
         self.inner().views(origin)
     }
@@ -99,6 +142,16 @@ impl Token {
     /// does). Through a shared token: a second finish, or dropping the token
     /// afterwards, changes nothing (`DoubleFree` for the second finish).
     /// `origin` names the caller in the errors this call makes.
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// token.finish_code(3, None, "my_finish").unwrap();
+    /// assert_eq!(ev.unwrap().wait(None).unwrap_err().status(), Status::KernelFailed);
+    /// let again = token.finish_code(0, None, "my_finish").unwrap_err();
+    /// assert_eq!((again.status(), again.origin()), (Status::DoubleFree, "my_finish"));
+    /// ```
     pub fn finish_code(&self, code: u32, message: Option<String>, origin: &'static str) -> Result<()> {
         finish_status(self.inner(), code, message, origin)
     }
@@ -161,17 +214,44 @@ impl HostAccess {
     }
 
     /// Completes when the access is granted, or with the error it failed with.
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let access = t.acquire_async(Mode::Read).unwrap();
+    /// access.ready().wait(None).unwrap();
+    /// assert!(access.is_granted());
+    /// ```
     pub fn ready(&self) -> &Event {
         self.token.started()
     }
 
     /// Whether the access is granted.
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let writer = t.acquire(Mode::Update, None).unwrap();
+    /// let reader = t.acquire_async(Mode::Read).unwrap();
+    /// assert!(writer.is_granted() && !reader.is_granted());
+    /// drop(writer);
+    /// reader.ready().wait(None).unwrap();
+    /// assert!(reader.is_granted());
+    /// ```
     pub fn is_granted(&self) -> bool {
         self.token.is_granted()
     }
 
     /// The resolved view; its pointers stay valid while the access lives.
     /// `Pending` before the grant; the failure if the access failed.
+    ///
+    /// ```
+    /// use tensorasync::{Mode, Order, Tensor};
+    /// let t = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 2.0, 3.0]).unwrap();
+    /// let a = t.acquire(Mode::Read, None).unwrap();
+    /// let v = a.view().unwrap();
+    /// assert_eq!(v.extents.as_slice(), &[3]);
+    /// ```
     pub fn view(&self) -> Result<&GrantedView> {
         let v = &self.token.views("mapping_view")?[0];
         self.seen.store(true, std::sync::atomic::Ordering::Relaxed);

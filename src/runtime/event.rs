@@ -80,6 +80,12 @@ impl Default for Event {
 
 impl Event {
     /// A pending event.
+    ///
+    /// ```
+    /// let e = tensorasync::Event::new();
+    /// assert!(!e.is_complete());
+    /// assert!(e.poll().is_none());
+    /// ```
     pub fn new() -> Event {
         Event(Arc::new(Inner {
             state: Mutex::new(State::Pending(SmallVec::new())),
@@ -166,6 +172,14 @@ impl Event {
     }
 
     /// The outcome if the operation has completed.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// ev.wait(None).unwrap();
+    /// assert!(matches!(ev.poll(), Some(Ok(()))));
+    /// ```
     pub fn poll(&self) -> Option<Result<()>> {
         let r = self.0.state.lock().outcome().cloned();
         if r.is_none() {
@@ -175,6 +189,17 @@ impl Event {
     }
 
     /// Whether the operation has completed.
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// let ev = ev.unwrap();
+    /// assert!(!ev.is_complete()); // the token is not finished yet
+    /// token.finish(Status::Ok, None).unwrap();
+    /// ev.wait(None).unwrap();
+    /// assert!(ev.is_complete());
+    /// ```
     pub fn is_complete(&self) -> bool {
         self.0.state.lock().outcome().is_some()
     }
@@ -189,6 +214,16 @@ impl Event {
 
     /// Run `cb` once with the outcome: now (in the calling thread) if the
     /// outcome is known, otherwise on completion.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// ev.on_complete(Box::new(move |r| tx.send(r.is_ok()).unwrap()));
+    /// assert!(rx.recv().unwrap());
+    /// ```
     pub fn on_complete(&self, cb: Callback) {
         let done = {
             let mut s = self.0.state.lock();
@@ -204,6 +239,13 @@ impl Event {
     }
 
     /// Whether two handles refer to the same event.
+    ///
+    /// ```
+    /// use tensorasync::Event;
+    /// let e = Event::new();
+    /// assert!(e.same_as(&e.clone()));
+    /// assert!(!e.same_as(&Event::new()));
+    /// ```
     pub fn same_as(&self, other: &Event) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }

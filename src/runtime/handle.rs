@@ -77,6 +77,13 @@ impl RuntimeInner {
 
 impl Runtime {
     /// A runtime with `threads` workers (0 = one per available core).
+    ///
+    /// ```
+    /// let rt = tensorasync::Runtime::new(2).unwrap();
+    /// assert_eq!(rt.threads(), 2);
+    /// let per_core = tensorasync::Runtime::new(0).unwrap();
+    /// assert!(per_core.threads() >= 1);
+    /// ```
     pub fn new(threads: usize) -> Result<Runtime> {
         let threads = if threads == 0 { default_threads() } else { threads };
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
@@ -127,6 +134,13 @@ impl Runtime {
 
     /// The process-wide default runtime, created on first use with
     /// `TA_NUM_THREADS` workers (default: one per available core).
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// let rt = Runtime::global();
+    /// assert!(rt.is_global());
+    /// assert!(rt.same_as(Runtime::global()));
+    /// ```
     pub fn global() -> &'static Runtime {
         GLOBAL.get_or_init(|| {
             let n = std::env::var("TA_NUM_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -135,21 +149,50 @@ impl Runtime {
     }
 
     /// Whether this is the default runtime (without creating it).
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// assert!(!Runtime::new(1).unwrap().is_global());
+    /// assert!(Runtime::global().is_global());
+    /// ```
     pub fn is_global(&self) -> bool {
         GLOBAL.get().is_some_and(|g| g.same_as(self))
     }
 
     /// Process-unique number of this runtime (its workers are named `ta-rt<id>-w<k>`).
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// let (a, b) = (Runtime::new(1).unwrap(), Runtime::new(1).unwrap());
+    /// assert_ne!(a.id(), b.id());
+    /// assert_eq!(a.clone().id(), a.id());
+    /// ```
     pub fn id(&self) -> usize {
         self.inner().id
     }
 
     /// Number of worker threads.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::Runtime::new(3).unwrap().threads(), 3);
+    /// ```
     pub fn threads(&self) -> usize {
         self.inner().threads
     }
 
     /// Tasks submitted and not yet completed.
+    ///
+    /// ```
+    /// use tensorasync::{ops, Mode, Order, Runtime, Status, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// // An external operation stays outstanding until its token is finished.
+    /// let (token, _) = ops::external("held", &[(&t, Mode::Update)], Submit::on(&rt)).unwrap();
+    /// assert_eq!(rt.outstanding(), 1);
+    /// token.finish(Status::Ok, None).unwrap();
+    /// rt.wait_idle(None).unwrap();
+    /// assert_eq!(rt.outstanding(), 0);
+    /// ```
     pub fn outstanding(&self) -> usize {
         self.inner().outstanding.sum().max(0) as usize
     }
@@ -158,6 +201,17 @@ impl Runtime {
     /// every submitted task has completed and fired its notifications. Calling it
     /// from one of this runtime's workers fails with `WouldDeadlock`. Calling it
     /// again is harmless.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, ShutdownMode, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&t, Scalar::real(5.0), Submit::on(&rt)).unwrap();
+    /// rt.shutdown(ShutdownMode::Drain).unwrap(); // the fill runs first
+    /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![5.0, 5.0]);
+    /// assert!(ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).is_err());
+    /// rt.shutdown(ShutdownMode::Drain).unwrap(); // again: harmless
+    /// ```
     pub fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
         if self.inner().is_current_worker() {
             return Err(Error::new(
@@ -171,6 +225,13 @@ impl Runtime {
     }
 
     /// Whether two handles refer to the same runtime.
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// let rt = Runtime::new(1).unwrap();
+    /// assert!(rt.same_as(&rt.clone()));
+    /// assert!(!rt.same_as(&Runtime::new(1).unwrap()));
+    /// ```
     pub fn same_as(&self, other: &Runtime) -> bool {
         Arc::ptr_eq(&self.user.inner, &other.user.inner)
     }

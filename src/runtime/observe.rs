@@ -642,17 +642,45 @@ mod dump_signal {
 /// `ta_runtime_stats` give).
 impl super::Runtime {
     /// The task records a trace keeps when no capacity is given.
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// let rt = Runtime::new(1).unwrap();
+    /// assert!(Runtime::DEFAULT_TRACE_CAPACITY > 0);
+    /// rt.trace_start(Runtime::DEFAULT_TRACE_CAPACITY).unwrap();
+    /// assert!(rt.trace_stop().is_some());
+    /// ```
     pub const DEFAULT_TRACE_CAPACITY: usize = DEFAULT_CAPACITY;
 
     /// Start recording a trace with room for `capacity` task records (an
     /// earlier recording of this runtime is discarded). Fails with
     /// `Unsupported` only in a build without trace recording.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// rt.trace_start(1024).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap();
+    /// rt.wait_idle(None).unwrap();
+    /// let json = rt.trace_stop().unwrap();
+    /// assert!(json.contains("traceEvents") && json.contains("fill"));
+    /// ```
     pub fn trace_start(&self, capacity: usize) -> crate::error::Result<()> {
         trace_start(self.inner(), capacity)
     }
 
     /// Stop recording and return the trace as Chrome trace-event JSON
     /// (`None` if the runtime was not recording).
+    ///
+    /// ```
+    /// use tensorasync::Runtime;
+    /// let rt = Runtime::new(1).unwrap();
+    /// assert!(rt.trace_stop().is_none()); // not recording
+    /// rt.trace_start(16).unwrap();
+    /// assert!(rt.trace_stop().is_some());
+    /// assert!(rt.trace_stop().is_none()); // stopped
+    /// ```
     pub fn trace_stop(&self) -> Option<String> {
         trace_stop(self.id())
     }
@@ -661,16 +689,49 @@ impl super::Runtime {
     ///
     /// Turning it on fails with `Unsupported` only in a build without trace
     /// recording.
+    ///
+    /// ```
+    /// use tensorasync::{DumpFormat, Runtime};
+    /// let rt = Runtime::new(1).unwrap();
+    /// assert!(rt.dump(DumpFormat::Dot).contains("tracking is off"));
+    /// rt.track(true).unwrap();
+    /// assert!(!rt.dump(DumpFormat::Dot).contains("tracking is off"));
+    /// ```
     pub fn track(&self, on: bool) -> crate::error::Result<()> {
         track(self.inner(), on)
     }
 
     /// The pending work of the runtime, as text or as a Graphviz graph.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DumpFormat, Mode, Order, Runtime, Status, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// rt.track(true).unwrap();
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, _) = ops::external("held_open", &[(&t, Mode::Update)], Submit::on(&rt)).unwrap();
+    /// token.started().wait(None).unwrap();
+    /// assert!(rt.dump(DumpFormat::Text).contains("held_open"));
+    /// assert!(rt.dump(DumpFormat::Dot).starts_with("digraph"));
+    /// token.finish(Status::Ok, None).unwrap();
+    /// ```
     pub fn dump(&self, format: DumpFormat) -> String {
         dump(self.inner(), format)
     }
 
     /// A snapshot of the runtime's counters.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
+    /// for _ in 0..3 {
+    ///     ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap();
+    /// }
+    /// rt.wait_idle(None).unwrap();
+    /// let s = rt.stats();
+    /// assert_eq!((s.submitted, s.completed, s.failed, s.pending), (3, 3, 0, 0));
+    /// assert_eq!(s.busy_ns.len(), 2); // one per worker
+    /// ```
     pub fn stats(&self) -> super::stats::Stats {
         self.inner().stats()
     }

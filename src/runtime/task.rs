@@ -89,6 +89,13 @@ pub(crate) const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
 /// which every submission allocates and a worker usually frees: a global
 /// allocator may keep freed blocks of exactly this layout for the next task
 /// (the C library's does). Reached as `tensorasync::allocator::TASK_ALLOCATION`.
+///
+/// ```
+/// let l = tensorasync::allocator::TASK_ALLOCATION;
+/// assert!(l.align().is_power_of_two() && l.align() >= std::mem::align_of::<usize>());
+/// assert_eq!(l.size() % l.align(), 0);
+/// assert!(l.size() > 2 * std::mem::size_of::<usize>()); // the Arc's counts, then the task
+/// ```
 pub const TASK_ALLOCATION: std::alloc::Layout = {
     let align = std::mem::align_of::<Task>();
     let align = if align > std::mem::align_of::<usize>() { align } else { std::mem::align_of::<usize>() };

@@ -125,6 +125,17 @@ impl Event {
     /// completion (callbacks, completion-queue entry) has been delivered, or
     /// with the outcome when the timeout ends while they still run; from
     /// inside a callback or a task, once the outcome is known.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tensorasync::{ops, DType, Event, Order, Scalar, Status, Submit, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// assert!(ev.wait(None).is_ok());
+    /// // An event nothing completes times out.
+    /// let never = Event::new();
+    /// assert_eq!(never.wait(Some(Duration::from_millis(1))).unwrap_err().status(), Status::Timeout);
+    /// ```
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         if self.is_settled_for_caller() {
             return self.poll().expect("event is complete");
@@ -169,6 +180,19 @@ impl Runtime {
     /// waits forever; on timeout the error has status `Timeout`. From one of
     /// this runtime's workers it fails with `WouldDeadlock` (the caller's own
     /// task can never be complete while it waits).
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let zeros = || Tensor::zeros(DType::F32, &[8], Order::RowMajor, Default::default()).unwrap();
+    /// let ts: Vec<Tensor> = (0..4).map(|_| zeros()).collect();
+    /// for (i, t) in ts.iter().enumerate() {
+    ///     ops::fill(t, Scalar::real(i as f64), Submit::on(&rt)).unwrap();
+    /// }
+    /// rt.wait_idle(None).unwrap();
+    /// assert_eq!(rt.outstanding(), 0);
+    /// assert_eq!(ts[3].to_vec::<f32>().unwrap(), vec![3.0; 8]);
+    /// ```
     pub fn wait_idle(&self, timeout: Option<Duration>) -> Result<()> {
         const ORIGIN: &str = "runtime_wait_idle";
         let inner = self.inner();

@@ -149,11 +149,25 @@ impl BlockArray {
     }
 
     /// Number of blocks.
+    ///
+    /// ```
+    /// use tensorasync::{BlockArray, DType, Order};
+    /// let b = BlockArray::tiled(DType::F32, &[6, 4], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// assert_eq!(b.count(), 6); // a 3 x 2 grid
+    /// ```
     pub fn count(&self) -> usize {
         self.0.blocks.len()
     }
 
     /// Tiles per axis (tiled arrays only).
+    ///
+    /// ```
+    /// use tensorasync::{BlockArray, DType, Order};
+    /// let b = BlockArray::tiled(DType::F32, &[6, 4], &[4, 3], Order::RowMajor, Default::default()).unwrap();
+    /// assert_eq!(b.grid().unwrap(), &[2, 2]);
+    /// let l = BlockArray::list(DType::F32, &[&[2]], Order::RowMajor, Default::default()).unwrap();
+    /// assert!(l.grid().is_none());
+    /// ```
     pub fn grid(&self) -> Option<&[usize]> {
         match &self.0.shape {
             Shape::Tiled { grid, .. } => Some(grid),
@@ -162,17 +176,38 @@ impl BlockArray {
     }
 
     /// Element type.
+    ///
+    /// ```
+    /// use tensorasync::{BlockArray, DType, Order};
+    /// let b = BlockArray::list(DType::I64, &[&[2], &[3]], Order::RowMajor, Default::default()).unwrap();
+    /// assert_eq!(b.dtype(), DType::I64);
+    /// assert_eq!(b.block(1).unwrap().dtype(), DType::I64);
+    /// ```
     pub fn dtype(&self) -> DType {
         self.0.dtype
     }
 
     /// Where the blocks live.
+    ///
+    /// ```
+    /// use tensorasync::{BlockArray, DType, Domain, Order};
+    /// let b = BlockArray::list(DType::F64, &[&[2]], Order::RowMajor, Domain::Host).unwrap();
+    /// assert_eq!(b.domain(), Domain::Host);
+    /// ```
     pub fn domain(&self) -> Domain {
         self.0.domain
     }
 
     /// Block `i` (in block order: row-major over the grid for tiled arrays),
     /// as a tensor handle on the block's own queue.
+    ///
+    /// ```
+    /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
+    /// let b = BlockArray::tiled(DType::F64, &[2, 4], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&b.block(1).unwrap(), Scalar::real(1.0), Submit::default()).unwrap(); // the right tile
+    /// assert_eq!(b.all().unwrap().to_vec::<f64>().unwrap(), vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]);
+    /// assert!(b.block(2).is_err());
+    /// ```
     pub fn block(&self, i: usize) -> Result<Tensor> {
         let b = self.0.blocks.get(i).ok_or_else(|| {
             Error::new(
@@ -185,6 +220,14 @@ impl BlockArray {
     }
 
     /// The tile at a multi-index (tiled arrays).
+    ///
+    /// ```
+    /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
+    /// let b = BlockArray::tiled(DType::F64, &[4, 2], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&b.tile(&[1, 0]).unwrap(), Scalar::real(2.0), Submit::default()).unwrap(); // the lower tile
+    /// assert_eq!(b.all().unwrap().to_vec::<f64>().unwrap(), vec![0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0]);
+    /// assert!(b.tile(&[2, 0]).is_err());
+    /// ```
     pub fn tile(&self, index: &[usize]) -> Result<Tensor> {
         const O: &str = "blocks_tile";
         let grid =
@@ -195,6 +238,17 @@ impl BlockArray {
 
     /// One view over tiles `lo..hi` (per axis) of a tiled array: a strided
     /// sub-array enrolling in every covered tile's queue.
+    ///
+    /// ```
+    /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
+    /// let b = BlockArray::tiled(DType::F64, &[2, 6], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// // Tiles 1 and 2 of the 1 x 3 grid: columns 2..6, one 2 x 4 view.
+    /// let v = b.coalesce(&[0, 1], &[1, 3]).unwrap();
+    /// assert_eq!(v.extents().unwrap().as_slice(), &[2, 4]);
+    /// ops::fill(&v, Scalar::real(1.0), Submit::default()).unwrap();
+    /// assert_eq!(b.tile(&[0, 0]).unwrap().to_vec::<f64>().unwrap(), vec![0.0; 4]);
+    /// assert_eq!(b.tile(&[0, 2]).unwrap().to_vec::<f64>().unwrap(), vec![1.0; 4]);
+    /// ```
     pub fn coalesce(&self, lo: &[usize], hi: &[usize]) -> Result<Tensor> {
         const O: &str = "blocks_coalesce";
         let Shape::Tiled { extents, tile, grid, whole } = &self.0.shape else {
@@ -237,6 +291,17 @@ impl BlockArray {
 
     /// One view over list blocks `first..=last`: they must be adjacent and
     /// stack into one dense array (equal extents but for the slowest axis).
+    ///
+    /// ```
+    /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
+    /// let shapes: [&[usize]; 3] = [&[1, 3], &[2, 3], &[1, 3]];
+    /// let b = BlockArray::list(DType::F32, &shapes, Order::RowMajor, Default::default()).unwrap();
+    /// let v = b.coalesce_range(0, 1).unwrap(); // stacks into 3 x 3
+    /// assert_eq!(v.extents().unwrap().as_slice(), &[3, 3]);
+    /// ops::fill(&v, Scalar::real(1.0), Submit::default()).unwrap();
+    /// assert_eq!(b.block(1).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 6]);
+    /// assert_eq!(b.block(2).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    /// ```
     pub fn coalesce_range(&self, first: usize, last: usize) -> Result<Tensor> {
         const O: &str = "blocks_coalesce_range";
         if let Shape::Tiled { grid, .. } = &self.0.shape {
@@ -285,6 +350,15 @@ impl BlockArray {
     }
 
     /// The whole array as one view over every block.
+    ///
+    /// ```
+    /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
+    /// let b = BlockArray::tiled(DType::F64, &[3, 3], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&b.tile(&[1, 1]).unwrap(), Scalar::real(9.0), Submit::default()).unwrap();
+    /// let all = b.all().unwrap();
+    /// assert_eq!(all.extents().unwrap().as_slice(), &[3, 3]);
+    /// assert_eq!(all.to_vec::<f64>().unwrap(), vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.0]);
+    /// ```
     pub fn all(&self) -> Result<Tensor> {
         match &self.0.shape {
             Shape::Tiled { grid, .. } => self.coalesce(&vec![0; grid.len()], grid),

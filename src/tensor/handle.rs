@@ -130,6 +130,17 @@ impl Tensor {
 
     /// An unconstructed tensor: dtype and domain known, no shape yet. An
     /// overwrite (copy-in, copy) constructs it.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Domain, Order, Status, Submit, Tensor};
+    /// let t = Tensor::unconstructed(DType::F32, Domain::Host).unwrap();
+    /// assert!(t.extents().is_none());
+    /// assert_eq!(t.wait(None).unwrap_err().status(), Status::Unconstructed);
+    /// // An overwrite gives it a shape.
+    /// let src = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f32, 2.0]).unwrap();
+    /// ops::copy(&t, &src, Submit::default()).unwrap();
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    /// ```
     pub fn unconstructed(dtype: DType, domain: Domain) -> Result<Tensor> {
         check_domain(domain, "tensor_new")?;
         Ok(Tensor::whole(Value::new(dtype, domain, None, false)))
@@ -143,6 +154,21 @@ impl Tensor {
     /// reach below it). It must stay valid for reads (and writes, if writable)
     /// of every element `layout` addresses until `release` runs, and nothing
     /// else may write it meanwhile.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tensorasync::{ops, DType, Layout, Order, Scalar, Submit, Tensor};
+    /// let mut data = vec![1.0f64, 2.0, 3.0];
+    /// let (tx, rx) = mpsc::channel();
+    /// let release: tensorasync::ReleaseFn = Box::new(move || tx.send(()).unwrap());
+    /// let layout = Layout::contiguous(&[3], Order::RowMajor);
+    /// // SAFETY: `data` outlives the tensor: it is read again only after `release` ran.
+    /// let t = unsafe { Tensor::wrap(DType::F64, layout, data.as_mut_ptr().cast(), true, Some(release)) }.unwrap();
+    /// ops::scale(&t, Scalar::real(2.0), Submit::default()).unwrap();
+    /// drop(t);
+    /// rx.recv().unwrap(); // released after the scale
+    /// assert_eq!(data, vec![2.0, 4.0, 6.0]);
+    /// ```
     pub unsafe fn wrap(
         dtype: DType,
         layout: Layout,
@@ -182,17 +208,37 @@ impl Tensor {
     }
 
     /// Element type.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Order, Tensor};
+    /// assert_eq!(Tensor::from_slice(&[1], Order::RowMajor, &[1i16]).unwrap().dtype(), DType::I16);
+    /// ```
     pub fn dtype(&self) -> DType {
         self.root().dtype()
     }
 
     /// Domain (host or CUDA device).
+    ///
+    /// ```
+    /// use tensorasync::{DType, Domain, Order, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Domain::Host).unwrap();
+    /// assert_eq!(t.domain(), Domain::Host);
+    /// ```
     #[inline]
     pub fn domain(&self) -> Domain {
         self.root().domain()
     }
 
     /// Whether writes to this tensor are rejected (read-only memory, conj views).
+    ///
+    /// ```
+    /// use tensorasync::{ops, Order, Scalar, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
+    /// assert!(!t.is_read_only());
+    /// let c = t.conj().unwrap();
+    /// assert!(c.is_read_only());
+    /// assert_eq!(ops::scale(&c, Scalar::real(2.0), Submit::default()).unwrap_err().status(), Status::ReadOnly);
+    /// ```
     pub fn is_read_only(&self) -> bool {
         match &self.0 {
             Repr::Value(v) => v.read_only(),
@@ -202,22 +248,55 @@ impl Tensor {
     }
 
     /// Whether this handle is a view of another value (coalesced block views included).
+    ///
+    /// ```
+    /// use tensorasync::{Order, Tensor};
+    /// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1u8, 2, 3, 4]).unwrap();
+    /// assert!(!t.is_view() && !t.clone().is_view());
+    /// assert!(t.transpose().unwrap().is_view());
+    /// ```
     pub fn is_view(&self) -> bool {
         !matches!(self.0, Repr::Value(_))
     }
 
     /// Whether reads through this handle conjugate (a conj view of a complex tensor).
+    ///
+    /// ```
+    /// use num_complex::Complex64;
+    /// use tensorasync::{Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[Complex64::new(1.0, 1.0)]).unwrap();
+    /// assert!(!t.is_conj());
+    /// let c = t.conj().unwrap();
+    /// assert!(c.is_conj());
+    /// assert_eq!(c.to_vec::<Complex64>().unwrap(), vec![Complex64::new(1.0, -1.0)]);
+    /// ```
     pub fn is_conj(&self) -> bool {
         self.view().is_some_and(|v| v.conj)
     }
 
     /// The extents as known at submission time, `None` while unconstructed.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Domain, Order, Tensor};
+    /// let t = Tensor::zeros(DType::F32, &[4, 5], Order::RowMajor, Domain::Host).unwrap();
+    /// assert_eq!(t.extents().unwrap().as_slice(), &[4, 5]);
+    /// assert!(Tensor::unconstructed(DType::F32, Domain::Host).unwrap().extents().is_none());
+    /// ```
     pub fn extents(&self) -> Option<Extents> {
         self.layout().map(|l| l.extents)
     }
 
     /// The layout as known at submission time, `None` while unconstructed.
     /// (For a view, the offset is relative to the root's storage.)
+    ///
+    /// ```
+    /// use tensorasync::{DType, Order, SliceSpec, Tensor};
+    /// let t = Tensor::zeros(DType::F32, &[4, 5], Order::ColMajor, Default::default()).unwrap();
+    /// assert_eq!(t.layout().unwrap().strides.as_slice(), &[1, 4]);
+    /// // A view's offset counts from the root's storage: element [1, 2] is at 1 + 2·4.
+    /// let v = t.slice(&[SliceSpec::range(1, 3), SliceSpec::range(2, 5)]).unwrap();
+    /// assert_eq!(v.layout().unwrap().offset, 9);
+    /// ```
     pub fn layout(&self) -> Option<Layout> {
         match &self.0 {
             Repr::Value(v) => v.state.lock().layout().cloned(),
@@ -229,11 +308,27 @@ impl Tensor {
     /// An identity for the value (its epoch queue): equal for handles that
     /// share the value, views included, and the id used by
     /// [`crate::ops::EnrollTrace`].
+    ///
+    /// ```
+    /// use tensorasync::{DType, Order, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// let u = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// assert_eq!(t.value_id(), t.transpose().unwrap().value_id());
+    /// assert_ne!(t.value_id(), u.value_id());
+    /// ```
     pub fn value_id(&self) -> usize {
         Arc::as_ptr(self.root()) as usize
     }
 
     /// Whether two handles order on the same value (the same epoch queue).
+    ///
+    /// ```
+    /// use tensorasync::{DType, Order, Tensor};
+    /// let t = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// assert!(t.same_value(&t.transpose().unwrap()));
+    /// let (copy, _) = t.deep_copy(Default::default()).unwrap();
+    /// assert!(!t.same_value(&copy));
+    /// ```
     pub fn same_value(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(self.root(), other.root())
     }
@@ -256,16 +351,42 @@ impl Tensor {
 
     /// A view of some elements: one [`SliceSpec`] per axis (a range with a step,
     /// possibly negative, or one index that drops the axis).
+    ///
+    /// ```
+    /// use tensorasync::{Order, SliceSpec, Tensor};
+    /// let t = Tensor::from_slice(&[2, 3], Order::RowMajor, &[1i32, 2, 3, 4, 5, 6]).unwrap();
+    /// // Row 1, columns in reverse (a negative step: from 2 down to 0).
+    /// let v = t.slice(&[SliceSpec::index(1), SliceSpec { start: 2, stop: -1, step: -1, drop: false }]).unwrap();
+    /// assert_eq!(v.extents().unwrap().as_slice(), &[3]);
+    /// assert_eq!(v.to_vec::<i32>().unwrap(), vec![6, 5, 4]);
+    /// ```
     pub fn slice(&self, specs: &[SliceSpec]) -> Result<Tensor> {
         self.derive("tensor_slice", |v| v.slice(specs))
     }
 
     /// A view with axes reordered: axis `j` of the result is axis `perm[j]` of this one.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Order, Tensor};
+    /// let t = Tensor::zeros(DType::F32, &[2, 3, 4], Order::RowMajor, Default::default()).unwrap();
+    /// let p = t.permute(&[2, 0, 1]).unwrap();
+    /// assert_eq!(p.extents().unwrap().as_slice(), &[4, 2, 3]);
+    /// assert_eq!(p.layout().unwrap().strides.as_slice(), &[1, 12, 4]);
+    /// assert!(t.permute(&[0, 0, 1]).is_err());
+    /// ```
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
         self.derive("tensor_permute", |v| v.permute(perm))
     }
 
     /// A view with the axes in reverse order (the matrix transpose for rank 2).
+    ///
+    /// ```
+    /// use tensorasync::{Order, Tensor};
+    /// let t = Tensor::from_slice(&[2, 3], Order::RowMajor, &[1u8, 2, 3, 4, 5, 6]).unwrap();
+    /// let tr = t.transpose().unwrap();
+    /// assert_eq!(tr.extents().unwrap().as_slice(), &[3, 2]);
+    /// assert_eq!(tr.to_vec::<u8>().unwrap(), vec![1, 4, 2, 5, 3, 6]);
+    /// ```
     pub fn transpose(&self) -> Result<Tensor> {
         let rank = self
             .extents()
@@ -278,12 +399,31 @@ impl Tensor {
     /// A read-only conjugate view: lazy for complex dtypes (kernels read the
     /// elements conjugated), the identity for real ones. The conj of a conj
     /// reads the original values.
+    ///
+    /// ```
+    /// use num_complex::Complex32;
+    /// use tensorasync::{Order, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[Complex32::new(1.0, 2.0)]).unwrap();
+    /// assert_eq!(t.conj().unwrap().to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, -2.0)]);
+    /// assert_eq!(t.conj().unwrap().conj().unwrap().to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, 2.0)]);
+    /// ```
     pub fn conj(&self) -> Result<Tensor> {
         self.derive("tensor_conj", |v| Ok(v.conjugate()))
     }
 
     /// A view with new extents over the same elements read in `order`; the
     /// elements must be dense in that order (`NotContiguous` otherwise).
+    ///
+    /// ```
+    /// use tensorasync::{Order, Status, Tensor};
+    /// let t = Tensor::from_slice(&[2, 3], Order::RowMajor, &[1i32, 2, 3, 4, 5, 6]).unwrap();
+    /// let r = t.reshape(&[3, 2], Order::RowMajor).unwrap();
+    /// assert_eq!(r.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4, 5, 6]);
+    /// assert_eq!(r.to_array::<i32>().unwrap()[[2, 0]], 5);
+    /// // A transposed view is not dense in row-major order.
+    /// let e = t.transpose().unwrap().reshape(&[6], Order::RowMajor).unwrap_err();
+    /// assert_eq!(e.status(), Status::NotContiguous);
+    /// ```
     pub fn reshape(&self, extents: &[usize], order: Order) -> Result<Tensor> {
         self.derive("tensor_reshape", |v| v.reshape(extents, order))
     }

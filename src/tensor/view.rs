@@ -56,6 +56,14 @@ pub(crate) struct View {
 /// (exclusive). With a negative step, `start` is the highest index and
 /// `stop` the one below the last (-1 to run through index 0). `drop` removes
 /// the axis, and requires exactly one index.
+///
+/// ```
+/// use tensorasync::{Order, SliceSpec, Tensor};
+/// let t = Tensor::from_slice(&[4], Order::RowMajor, &[1u8, 2, 3, 4]).unwrap();
+/// // Every other index, from the highest down.
+/// let s = SliceSpec { start: 3, stop: -1, step: -2, drop: false };
+/// assert_eq!(t.slice(&[s]).unwrap().to_vec::<u8>().unwrap(), vec![4, 2]);
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct SliceSpec {
     pub start: isize,
@@ -66,14 +74,35 @@ pub struct SliceSpec {
 
 impl SliceSpec {
     /// Every index of an axis of extent `n`.
+    ///
+    /// ```
+    /// use tensorasync::{Order, SliceSpec, Tensor};
+    /// let t = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1u8, 2, 3, 4]).unwrap();
+    /// let col1 = t.slice(&[SliceSpec::all(2), SliceSpec::index(1)]).unwrap();
+    /// assert_eq!(col1.to_vec::<u8>().unwrap(), vec![2, 4]);
+    /// ```
     pub fn all(n: usize) -> SliceSpec {
         SliceSpec { start: 0, stop: n as isize, step: 1, drop: false }
     }
     /// `start..stop`.
+    ///
+    /// ```
+    /// use tensorasync::SliceSpec;
+    /// let s = SliceSpec::range(1, 3);
+    /// assert_eq!((s.start, s.stop, s.step, s.drop), (1, 3, 1, false));
+    /// ```
     pub fn range(start: usize, stop: usize) -> SliceSpec {
         SliceSpec { start: start as isize, stop: stop as isize, step: 1, drop: false }
     }
     /// The single index `i`, dropping the axis.
+    ///
+    /// ```
+    /// use tensorasync::{Order, SliceSpec, Tensor};
+    /// let t = Tensor::from_slice(&[2, 3], Order::RowMajor, &[1u8, 2, 3, 4, 5, 6]).unwrap();
+    /// let row = t.slice(&[SliceSpec::index(1), SliceSpec::all(3)]).unwrap();
+    /// assert_eq!(row.extents().unwrap().as_slice(), &[3]); // the axis is dropped
+    /// assert_eq!(row.to_vec::<u8>().unwrap(), vec![4, 5, 6]);
+    /// ```
     pub fn index(i: usize) -> SliceSpec {
         SliceSpec { start: i as isize, stop: i as isize + 1, step: 1, drop: true }
     }
