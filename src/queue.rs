@@ -56,13 +56,31 @@ pub enum Mode {
 
 impl Mode {
     /// Whether the access modifies the value.
+    ///
+    /// ```
+    /// use tensorasync::Mode;
+    /// assert!(!Mode::Read.writes() && Mode::Write.writes() && Mode::Update.writes());
+    /// ```
     pub fn writes(self) -> bool {
         !matches!(self, Mode::Read)
     }
     /// Whether the access observes the old value.
+    ///
+    /// ```
+    /// use tensorasync::Mode;
+    /// assert!(Mode::Read.reads() && !Mode::Write.reads() && Mode::Update.reads());
+    /// ```
     pub fn reads(self) -> bool {
         !matches!(self, Mode::Write)
     }
+    /// The mode with numeric value `v` (1 read, 2 write, 3 update), `None`
+    /// for any other.
+    ///
+    /// ```
+    /// use tensorasync::Mode;
+    /// assert_eq!(Mode::from_u32(3), Some(Mode::Update));
+    /// assert_eq!(Mode::from_u32(0), None);
+    /// ```
     pub fn from_u32(v: u32) -> Option<Mode> {
         match v {
             1 => Some(Mode::Read),

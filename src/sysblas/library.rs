@@ -160,8 +160,11 @@ fn kernel_for(level: u8) -> &'static str {
             return if has!("avx512bf16") { "Cooperlake" } else { "SkylakeX" };
         }
         if level == 3 {
-            // CPUID leaf 0: the vendor string ("AuthenticAMD").
-            let v = std::arch::x86_64::__cpuid(0);
+            // CPUID leaf 0: the vendor string ("AuthenticAMD"). The intrinsic
+            // is safe from Rust 1.87 on and unsafe before (rust-version 1.84).
+            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
+            #[allow(unused_unsafe)]
+            let v = unsafe { std::arch::x86_64::__cpuid(0) };
             return if (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163) { "Zen" } else { "Haswell" };
         }
     }
