@@ -63,6 +63,7 @@ pub mod error;
 pub mod failpoint;
 mod first_and_rest;
 mod future;
+mod hazard_index;
 mod host;
 mod kernels;
 #[doc(hidden)]

@@ -14,8 +14,10 @@
 //!   conservative for strided ones. Cost: O(rank) per pair of accesses.
 //! - Any other view (a reshape, or a slice of one) keeps the interval of
 //!   storage elements it spans; intervals that do not intersect are disjoint.
-//! - Enrolling an access scans the value's frontier (the unfinished accesses
-//!   not yet covered by a later writer): O(frontier) region tests.
+//! - Enrolling an access tests it against the entries of the value's
+//!   frontier (the unfinished accesses not yet covered by a later writer)
+//!   whose storage intervals ([`Region::bounds`]) meet its own: a small
+//!   frontier is scanned, a large one is indexed (see [`crate::queue`]).
 
 use std::sync::Arc;
 
@@ -135,7 +137,7 @@ pub(crate) struct IndexBox {
 impl IndexBox {
     /// The box of `axes` (indices of the root whose layout is `root`), with
     /// the storage interval they span.
-    fn new(axes: SmallVec<[Prog; 4]>, root: &Layout) -> IndexBox {
+    pub(crate) fn new(axes: SmallVec<[Prog; 4]>, root: &Layout) -> IndexBox {
         let (mut lo, mut hi) = (root.offset, root.offset);
         for (p, &st) in axes.iter().zip(&root.strides) {
             let last = p.start + p.step * (p.count as isize - 1);
@@ -190,6 +192,27 @@ impl Region {
             }
             (Region::Full, Region::Full) | (Region::Empty, Region::Empty) => true,
             _ => false,
+        }
+    }
+
+    /// The interval of the root's storage that the region's elements lie in
+    /// (`None` for no element; every offset for a whole-value access). Two
+    /// regions that [`Region::may_overlap`] have meeting bounds (`a.0 <= b.1
+    /// && b.0 <= a.1`): the test decides on these intervals first, so an
+    /// index over them finds every candidate.
+    pub(crate) fn bounds(&self) -> Option<(isize, isize)> {
+        // (As in `is_same`: decided on the variants before any payload is read.)
+        if matches!(self, Region::Empty) {
+            return None;
+        }
+        if matches!(self, Region::Full) {
+            return Some((isize::MIN, isize::MAX));
+        }
+        match self {
+            Region::Box(b) => Some(b.span),
+            Region::Span { lo, hi, .. } => Some((*lo, *hi)),
+            Region::Empty => None,
+            Region::Full => Some((isize::MIN, isize::MAX)),
         }
     }
 

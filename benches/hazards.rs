@@ -1,0 +1,63 @@
+//! Sub-range hazard benchmark: the cost of enrolling an access through a view
+//! while K accesses to disjoint (or overlapping) slices of one tensor are
+//! pending, all behind one blocked whole-tensor writer.
+//!
+//! Per K and per round: a writer of the whole tensor that blocks on a gate,
+//! then (timed, each phase on its own) one writer per 1-element slice `[i,
+//! i+1)`, a second writer per slice (it waits for the first and replaces it),
+//! a reader per overlapping 2-element slice `[i, i+2)` (it waits for two
+//! writers), and a second such reader; then the gate opens and everything runs.
+//!
+//! Run: `cargo bench --bench hazards` (K = 1, 10^2 .. 10^5), or with the K
+//! values as arguments: `cargo bench --bench hazards -- 100 1000`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tensorasync::*;
+
+fn main() {
+    let mut ks: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    if ks.is_empty() {
+        ks = vec![1, 100, 1_000, 10_000, 100_000];
+    }
+    let rt = Runtime::new(2).unwrap();
+    println!("| K | first writer per slice, µs/op | second writer per slice, µs/op | first reader of overlapping slices, µs/op | second reader, µs/op |");
+    println!("|---|---|---|---|---|");
+    for &k in &ks {
+        // Enough rounds that every K submits about 2*10^5 accesses per phase.
+        let rounds = (200_000 / k).clamp(1, 20_000);
+        let t = Tensor::zeros(DType::F64, &[k + 1], Order::RowMajor, Domain::Host).unwrap();
+        let ones: Vec<Tensor> = (0..k).map(|i| t.slice(&[SliceSpec::range(i, i + 1)]).unwrap()).collect();
+        let pairs: Vec<Tensor> = (0..k).map(|i| t.slice(&[SliceSpec::range(i, i + 2)]).unwrap()).collect();
+        let mut phases = [Duration::ZERO; 4];
+        for _ in 0..rounds {
+            let gate = Arc::new(AtomicBool::new(false));
+            let g2 = gate.clone();
+            let block = KernelFn::new(move |_| {
+                while !g2.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            });
+            ops::kernel("block", &[(&t, Mode::Update)], block, Submit::on(&rt)).unwrap();
+            for (phase, (views, mode)) in
+                [(&ones, Mode::Write), (&ones, Mode::Write), (&pairs, Mode::Read), (&pairs, Mode::Read)]
+                    .into_iter()
+                    .enumerate()
+            {
+                let t0 = Instant::now();
+                for v in views {
+                    ops::kernel("nop", &[(v, mode)], KernelFn::inline(|_| Ok(())), Submit::on(&rt)).unwrap();
+                }
+                phases[phase] += t0.elapsed();
+            }
+            gate.store(true, Ordering::Release);
+            t.wait(None).unwrap();
+            rt.wait_idle(None).unwrap();
+        }
+        let us = |d: Duration| d.as_secs_f64() * 1e6 / (rounds * k) as f64;
+        println!("| {k} | {:.2} | {:.2} | {:.2} | {:.2} |", us(phases[0]), us(phases[1]), us(phases[2]), us(phases[3]));
+    }
+}
