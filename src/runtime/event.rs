@@ -36,12 +36,15 @@ impl State {
         }
     }
 
-    /// See [`Event::is_settled_for_caller`].
-    pub(crate) fn settled_for_caller(&self) -> bool {
+    /// The outcome if a wait from this thread may return with it: the outcome
+    /// is known and either every notification has been delivered or this
+    /// thread is itself running the library's work (a callback or a task),
+    /// which a wait for the notifications could hold up.
+    pub(crate) fn outcome_for_caller(&self) -> Option<&Result<()>> {
         match self {
-            State::Pending(_) => false,
-            State::Done(_) => in_library_work(),
-            State::Settled(_) => true,
+            State::Pending(_) => None,
+            State::Done(r) => in_library_work().then_some(r),
+            State::Settled(r) => Some(r),
         }
     }
 }
@@ -154,10 +157,9 @@ impl Event {
     /// cannot slip between the check and the registration).
     pub(crate) fn poll_waker(&self, waker: &std::task::Waker) -> Option<Result<()>> {
         let s = self.0.state.lock();
-        match &*s {
-            State::Settled(r) => Some(r.clone()),
-            State::Done(r) if in_library_work() => Some(r.clone()),
-            State::Pending(_) | State::Done(_) => {
+        match s.outcome_for_caller() {
+            Some(r) => Some(r.clone()),
+            None => {
                 let mut w = self.0.wakers.lock();
                 if !w.iter().any(|x| x.will_wake(waker)) {
                     w.push(waker.clone());
@@ -204,12 +206,9 @@ impl Event {
         self.0.state.lock().outcome().is_some()
     }
 
-    /// Whether a wait from this thread may return: the outcome is known and
-    /// either every notification has been delivered or this thread is itself
-    /// running the library's work (a callback or a task), which a wait for
-    /// the notifications could hold up.
-    pub(crate) fn is_settled_for_caller(&self) -> bool {
-        self.0.state.lock().settled_for_caller()
+    /// See [`State::outcome_for_caller`].
+    pub(crate) fn outcome_for_caller(&self) -> Option<Result<()>> {
+        self.0.state.lock().outcome_for_caller().cloned()
     }
 
     /// Run `cb` once with the outcome: now (in the calling thread) if the

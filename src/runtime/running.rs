@@ -20,12 +20,14 @@ thread_local! {
 
 /// Pops the RUNNING entry even if the operation panics; counts the thread
 /// into the library's work meanwhile (see `Event::wait`).
-pub(crate) struct RunningGuard(#[allow(dead_code)] InLibraryWork);
+pub(crate) struct RunningGuard {
+    _in_work: InLibraryWork,
+}
 
 impl RunningGuard {
     pub(crate) fn push(task: &Task, op: &(dyn TaskBody + 'static)) -> RunningGuard {
         RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const dyn TaskBody)));
-        RunningGuard(InLibraryWork::enter())
+        RunningGuard { _in_work: InLibraryWork::enter() }
     }
 }
 

@@ -137,8 +137,8 @@ impl Event {
     /// assert_eq!(never.wait(Some(Duration::from_millis(1))).unwrap_err().status(), Status::Timeout);
     /// ```
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        if self.is_settled_for_caller() {
-            return self.poll().expect("event is complete");
+        if let Some(r) = self.outcome_for_caller() {
+            return r;
         }
         let bound = self.0.task.lock().as_ref().and_then(|w| w.upgrade());
         if let Some(task) = bound.and_then(|t| t.downcast::<Task>().ok()) {
@@ -152,10 +152,10 @@ impl Event {
         }
         poke();
         let done = block_until(
-            || self.is_settled_for_caller(),
+            || self.0.state.lock().outcome_for_caller().is_some(),
             |slice| {
                 let mut s = self.0.state.lock();
-                if !s.settled_for_caller() {
+                if s.outcome_for_caller().is_none() {
                     self.0.cv.wait_for(&mut s, slice);
                 }
             },
