@@ -4,12 +4,14 @@
 //!
 //! Run: `cargo bench --bench core`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tensorasync::*;
+
+#[path = "common/blocked_writer.rs"]
+mod blocked_writer;
+use blocked_writer::BlockedWriter;
 
 const BATCH: usize = 10_000;
 
@@ -109,21 +111,13 @@ fn tasks(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let gate = Arc::new(AtomicBool::new(false));
-                let g2 = gate.clone();
-                let block = KernelFn::new(move |_| {
-                    while !g2.load(Ordering::Acquire) {
-                        std::thread::yield_now();
-                    }
-                    Ok(())
-                });
-                ops::kernel("block", &[(&t, Mode::Update)], block, Submit::on(&rt)).unwrap();
+                let blocked = BlockedWriter::submit(&t, &rt);
                 let t0 = Instant::now();
                 for _ in 0..BATCH {
                     ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
                 }
                 total += t0.elapsed();
-                gate.store(true, Ordering::Release);
+                blocked.release();
                 t.wait(None).unwrap();
             }
             total

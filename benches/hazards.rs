@@ -11,11 +11,13 @@
 //! Run: `cargo bench --bench hazards` (K = 1, 10^2 .. 10^5), or with the K
 //! values as arguments: `cargo bench --bench hazards -- 100 1000`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tensorasync::*;
+
+#[path = "common/blocked_writer.rs"]
+mod blocked_writer;
+use blocked_writer::BlockedWriter;
 
 fn main() {
     let mut ks: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -33,15 +35,7 @@ fn main() {
         let pairs: Vec<Tensor> = (0..k).map(|i| t.slice(&[SliceSpec::range(i, i + 2)]).unwrap()).collect();
         let mut phases = [Duration::ZERO; 4];
         for _ in 0..rounds {
-            let gate = Arc::new(AtomicBool::new(false));
-            let g2 = gate.clone();
-            let block = KernelFn::new(move |_| {
-                while !g2.load(Ordering::Acquire) {
-                    std::thread::yield_now();
-                }
-                Ok(())
-            });
-            ops::kernel("block", &[(&t, Mode::Update)], block, Submit::on(&rt)).unwrap();
+            let blocked = BlockedWriter::submit(&t, &rt);
             for (phase, (views, mode)) in
                 [(&ones, Mode::Write), (&ones, Mode::Write), (&pairs, Mode::Read), (&pairs, Mode::Read)]
                     .into_iter()
@@ -53,7 +47,7 @@ fn main() {
                 }
                 phases[phase] += t0.elapsed();
             }
-            gate.store(true, Ordering::Release);
+            blocked.release();
             t.wait(None).unwrap();
             rt.wait_idle(None).unwrap();
         }

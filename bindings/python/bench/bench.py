@@ -219,16 +219,19 @@ def numpy_openblas_kernel():
 
 def cpu_level_and_kernel():
     """The CPU's x86-64 level (4: AVX-512, 3: AVX2) and the OpenBLAS kernel meant for it."""
-    flags = set()
+    flags, vendor = set(), ""
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
+            key, _, value = line.partition(":")
+            if key.strip() == "vendor_id":
+                vendor = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
                 break
     if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
         return 4, "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
     if {"avx2", "fma"} <= flags:
-        return 3, "Zen" if "AuthenticAMD" in open("/proc/cpuinfo").read(4096) else "Haswell"
+        return 3, "Zen" if vendor == "AuthenticAMD" else "Haswell"
     return 2, None
 
 

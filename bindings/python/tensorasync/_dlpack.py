@@ -70,7 +70,6 @@ def _to_dlpack(tensor, versioned, mode):
 
 def export(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
     """Implements ``Tensor.__dlpack__`` (array API 2023.12 signature)."""
-    from ._tensor import copy as _copy
     if stream not in (None, -1):
         raise BufferError("a host tensor takes stream=None (or -1) only")
     if tensor.__dlpack_device__()[0] != _KDLCPU:
@@ -80,7 +79,7 @@ def export(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
     versioned = max_version is not None and int(max_version[0]) >= 1
     # A copy belongs to the consumer alone: it is exported writable (an exclusive access
     # of a tensor nobody else has). Otherwise a read access: later writers wait for it.
-    src = _copy(tensor) if copy else tensor
+    src = tensor.copy() if copy else tensor
     mode = lib.TA_MODE_UPDATE if copy else lib.TA_MODE_READ
     try:
         managed = _to_dlpack(src, versioned, mode)
@@ -89,7 +88,7 @@ def export(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
         # (the consumer then gets a copy).
         if copy is False:
             raise BufferError("exporting a conj view needs a copy") from None
-        src = _copy(tensor)
+        src = tensor.copy()
         copy = True
         managed = _to_dlpack(src, versioned, lib.TA_MODE_UPDATE)
     if versioned and copy:

@@ -9,6 +9,7 @@ import numpy as np
 from ._ffi import ffi, lib, has
 from . import errors
 from ._completion import Event, dispatcher, _ns
+from ._dlpack import export as _export_dlpack
 
 __all__ = [
     "Tensor", "BlockArray", "zeros", "empty", "asarray", "wrap", "copy", "copyto", "fill", "scale",
@@ -567,8 +568,7 @@ class Tensor:
 
     # ----- DLPack -----------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from ._dlpack import export
-        return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return _export_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
         dom = ffi.new("ta_domain *")

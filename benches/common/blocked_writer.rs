@@ -1,0 +1,30 @@
+//! A writer that holds a tensor until told to go: what a bench submits first
+//! so that the accesses it times queue behind it instead of running.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tensorasync::{ops, KernelFn, Mode, Runtime, Submit, Tensor};
+
+/// Holds `t` (an update on `rt`) until [`BlockedWriter::release`].
+pub struct BlockedWriter(Arc<AtomicBool>);
+
+impl BlockedWriter {
+    pub fn submit(t: &Tensor, rt: &Runtime) -> BlockedWriter {
+        let gate = Arc::new(AtomicBool::new(false));
+        let g = gate.clone();
+        let block = KernelFn::new(move |_| {
+            while !g.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        });
+        ops::kernel("block", &[(t, Mode::Update)], block, Submit::on(rt)).unwrap();
+        BlockedWriter(gate)
+    }
+
+    /// Let the writer finish (and everything queued behind it run).
+    pub fn release(self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
