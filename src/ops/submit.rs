@@ -20,7 +20,7 @@ use crate::runtime::event::{Callback, Event};
 use crate::runtime::exec;
 use crate::runtime::handle::Runtime;
 use crate::runtime::task::Task;
-use crate::runtime::work::{Completion, Work};
+use crate::runtime::work::Completion;
 use std::sync::Arc;
 
 use crate::layout::Layout;
@@ -338,7 +338,7 @@ fn enroll(
     let device = op.device();
     rt.inner().admit(origin)?;
     #[allow(unused_mut)]
-    let mut task = Task::new_in(memory, Some(rt.inner().task_ref()), Work::op(op, completion), device);
+    let mut task = Task::new_op_in(memory, Some(rt.inner().task_ref()), op, completion, device);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };

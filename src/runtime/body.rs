@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::mem::{align_of, size_of, MaybeUninit};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::run_ctx::RunCtx;
@@ -32,14 +33,18 @@ pub(crate) trait TaskBody: std::any::Any + Send {
 /// Room for a body in the task (the operation is the largest).
 const BODY_WORDS: usize = 24;
 
-type Room = MaybeUninit<[u64; BODY_WORDS]>;
+/// Where a task keeps its body: a field of the task itself, so that the
+/// body is written once, straight into its final place, while the job that
+/// refers to it stays small enough to move without copying the body.
+pub(crate) type Room = MaybeUninit<[u64; BODY_WORDS]>;
 
-/// A body stored in place, with the function that gives it back as a trait
-/// object: a task's body costs no allocation of its own.
+/// A body stored in its task's [`Room`], with the function that gives it
+/// back as a trait object: a task's body costs no allocation of its own.
 pub(crate) struct InlineBody {
-    /// Turns the address of `room` into the body it holds (with its vtable).
+    /// Turns the body's address into the body (with its vtable).
     as_dyn: unsafe fn(*mut u8) -> *mut dyn TaskBody,
-    room: Room,
+    /// The room holding the body.
+    at: NonNull<u8>,
 }
 
 /// The trait object of the `B` at `p`.
@@ -50,56 +55,63 @@ unsafe fn as_dyn<B: TaskBody>(p: *mut u8) -> *mut dyn TaskBody {
     p.cast::<B>() as *mut dyn TaskBody
 }
 
-// SAFETY: the body held is `Send` (a `TaskBody` bound), and the room holds
-// nothing else.
+// SAFETY: the body held is `Send` (a `TaskBody` bound), and this is the only
+// pointer to it.
 unsafe impl Send for InlineBody {}
 
 impl InlineBody {
-    /// Store `body` in place.
+    /// Store `body` in `room` and own it from here.
+    ///
+    /// # Safety
+    /// `room` must be valid for writes and hold nothing alive, and it must
+    /// stay in place, untouched except through the result, until the result
+    /// is dropped (the task that owns the room outlives its job).
     #[inline(always)]
-    pub(crate) fn new<B: TaskBody>(body: B) -> InlineBody {
+    pub(crate) unsafe fn place<B: TaskBody>(room: *mut Room, body: B) -> InlineBody {
         const {
             assert!(size_of::<B>() <= size_of::<Room>(), "a task body is larger than a task's room for it");
             assert!(align_of::<B>() <= align_of::<Room>(), "a task body is aligned more than a task's room");
         }
-        let mut room = Room::uninit();
-        // SAFETY: `room` is large and aligned enough for a `B` (checked above).
-        unsafe { room.as_mut_ptr().cast::<B>().write(body) };
-        InlineBody { as_dyn: as_dyn::<B>, room }
+        let at = room.cast::<u8>();
+        // SAFETY: `room` is writable (contract above), and large and aligned
+        // enough for a `B` (checked above).
+        unsafe { at.cast::<B>().write(body) };
+        // SAFETY: `room` is a valid pointer, so not null.
+        InlineBody { as_dyn: as_dyn::<B>, at: unsafe { NonNull::new_unchecked(at) } }
     }
 
     #[inline(always)]
     fn ptr(&self) -> *mut dyn TaskBody {
-        // SAFETY: `room` holds the body `as_dyn` was made for, alive until drop.
-        unsafe { (self.as_dyn)(self.room.as_ptr().cast_mut().cast::<u8>()) }
+        // SAFETY: `at` holds the body `as_dyn` was made for, alive until drop.
+        unsafe { (self.as_dyn)(self.at.as_ptr()) }
     }
 
     /// The body.
     #[inline(always)]
     pub(crate) fn get(&self) -> &dyn TaskBody {
-        // SAFETY: see `ptr`; borrowed from `self`.
+        // SAFETY: see `ptr`; borrowed from `self`, the body's only owner.
         unsafe { &*self.ptr() }
     }
 
     /// The body, mutably.
     #[inline(always)]
     pub(crate) fn get_mut(&mut self) -> &mut dyn TaskBody {
-        // SAFETY: see `ptr`; borrowed mutably from `self`.
+        // SAFETY: see `ptr`; borrowed mutably from `self`, the body's only owner.
         unsafe { &mut *self.ptr() }
     }
 
     /// The body as the type it was stored with.
     ///
     /// # Safety
-    /// `B` must be the type given to [`InlineBody::new`].
+    /// `B` must be the type given to [`InlineBody::place`].
     #[inline(always)]
     pub(crate) unsafe fn downcast_mut<B: TaskBody>(&mut self) -> &mut B {
         debug_assert!(
             (self.get() as &dyn std::any::Any).type_id() == std::any::TypeId::of::<B>(),
             "a task body taken as another type"
         );
-        // SAFETY: by the contract above, `room` holds a live `B`.
-        unsafe { &mut *self.room.as_mut_ptr().cast::<B>() }
+        // SAFETY: by the contract above, `at` holds a live `B`.
+        unsafe { &mut *self.at.as_ptr().cast::<B>() }
     }
 }
 

@@ -18,14 +18,16 @@
 //! dependency order, and host-side readers wait for the finish as always.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::body::{InlineBody, Room, TaskBody};
 pub(crate) use super::device_work::Issue;
 use super::trace::TaskTrace;
-use super::work::{Parked, Work};
+use super::work::{Completion, Job, Parked, Work};
 use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use crate::sync::{prefetch_for_write, Mutex};
 
@@ -35,8 +37,10 @@ const SPILLED_SUCCESSORS: usize = 8;
 /// Tasks that became ready together.
 pub(crate) type ReadyList = SmallVec<[Arc<Task>; 4]>;
 
+/// The tasks waiting for this one. Whether it has finished is `Task::done`,
+/// which is written under this lock and so can be read under it with a
+/// relaxed load (a flag in here would cost a padded word).
 struct Successors {
-    done: bool,
     list: SmallVec<[Arc<Task>; 1]>,
 }
 
@@ -62,6 +66,8 @@ pub(crate) struct Task {
     runtime: Option<RuntimeRef>,
     /// The operation and its completion; see [`Task::running_work`].
     work: UnsafeCell<Option<Work>>,
+    /// An operation's body, which its job owns (see [`InlineBody`]).
+    room: UnsafeCell<Room>,
     /// For device tasks: the device side of the graph (see the module notes).
     link: Option<Box<DeviceLink>>,
     /// What observation records of this task, when its runtime observes
@@ -202,28 +208,62 @@ impl Task {
         device: Option<u32>,
     ) -> Arc<Task> {
         let mut task = memory.0;
-        // The link first: allocating it between the moves of `work` would
-        // make one more copy of it.
+        let p = Task::init_header(&mut task, runtime, device);
+        // SAFETY: `init_header` wrote every field but the work and the room
+        // (which holds nothing here); the work is written now.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
+            task.assume_init()
+        }
+    }
+
+    /// An operation's task, in memory from [`Task::reserve`], its body
+    /// written into the task's room (moving a `Work` holding the body would
+    /// copy it once more).
+    #[inline(always)]
+    pub(crate) fn new_op_in<B: TaskBody>(
+        memory: TaskMemory,
+        runtime: Option<RuntimeRef>,
+        body: B,
+        completion: Completion,
+        device: Option<u32>,
+    ) -> Arc<Task> {
+        let completion = completion.boxed();
+        let mut task = memory.0;
+        let p = Task::init_header(&mut task, runtime, device);
+        // SAFETY: `init_header` wrote every field but the work and the room;
+        // the room, empty, receives the body owned by the job written into
+        // the work, and the task owns both.
+        unsafe {
+            let job = Job::Op(InlineBody::place(UnsafeCell::raw_get(std::ptr::addr_of!((*p).room)), body));
+            std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(Work { job, completion })));
+            task.assume_init()
+        }
+    }
+
+    /// Write every field of the new task in `task` except its work and its
+    /// room, which the caller writes before `assume_init`; returns the task's
+    /// address.
+    #[inline(always)]
+    fn init_header(task: &mut Arc<MaybeUninit<Task>>, runtime: Option<RuntimeRef>, device: Option<u32>) -> *mut Task {
         let link =
             device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
         // whole struct would build it on the stack and copy it.
-        let p = Arc::get_mut(&mut task).expect("a new Arc is unique").as_mut_ptr();
-        // SAFETY: `p` points to the new, uninitialised task; every field is
-        // written exactly once below before `assume_init`.
+        let p = Arc::get_mut(task).expect("a new Arc is unique").as_mut_ptr();
+        // SAFETY: `p` points to the new, uninitialised task; each field
+        // below is written once.
         unsafe {
-            std::ptr::addr_of_mut!((*p).successors)
-                .write(Mutex::new(Successors { done: false, list: SmallVec::new() }));
+            std::ptr::addr_of_mut!((*p).successors).write(Mutex::new(Successors { list: SmallVec::new() }));
             std::ptr::addr_of_mut!((*p).done).write(AtomicBool::new(false));
             std::ptr::addr_of_mut!((*p).edges).write(AtomicU32::new(0));
             std::ptr::addr_of_mut!((*p).runtime).write(runtime);
-            std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(work)));
             std::ptr::addr_of_mut!((*p).link).write(link);
             #[cfg(not(ta_no_trace))]
             std::ptr::addr_of_mut!((*p).trace).write(None);
             std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(GUARD));
-            task.assume_init()
         }
+        p
     }
 
     /// What observation records of this task, if anything.
@@ -289,7 +329,7 @@ impl Task {
             return;
         }
         let mut s = pred.successors.lock();
-        if !s.done {
+        if !pred.done.load(Ordering::Relaxed) {
             if let Some(t) = self.trace() {
                 t.edge_from(pred.trace());
             }
@@ -422,7 +462,6 @@ impl Task {
     pub(crate) fn finish(&self) -> ReadyList {
         let list = {
             let mut s = self.successors.lock();
-            s.done = true;
             self.done.store(true, Ordering::Release);
             std::mem::take(&mut s.list)
         };

@@ -101,19 +101,10 @@ pub(crate) struct Work {
 }
 
 impl Work {
-    // Inlined so that the operation is built where the work holds it (out
-    // of line, it is copied once more per submission).
-    #[inline(always)]
-    pub(crate) fn op<B: TaskBody>(op: B, completion: Completion) -> Work {
-        // Box first: `op` then moves once, straight into place.
-        let completion = completion.boxed();
-        Work { job: Job::Op(InlineBody::new(op)), completion }
-    }
-
     /// The body, as the type it was made with.
     ///
     /// # Safety
-    /// `B` must be the body type given to [`Work::op`], and this work an operation's.
+    /// `B` must be the body type the task was made with (see `Task::new_op_in`), and this work an operation's.
     #[inline(always)]
     pub(crate) unsafe fn op_mut<B: TaskBody>(&mut self) -> &mut B {
         match &mut self.job {
