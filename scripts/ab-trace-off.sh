@@ -43,44 +43,4 @@ done
 cc -O2 -std=gnu11 -fopenmp -Iinclude -o "$OUT/bench" examples-c/bench/bench.c \
   $(pkg-config --cflags --libs starpu-1.3) -L"$OUT/a" -l:libtensorasync.so.0 -lm
 
-python3 - "$OUT" "$PAIRS" <<'EOF'
-import re, statistics, subprocess, sys
-out, pairs = sys.argv[1], int(sys.argv[2])
-def run(tag, traced=False):
-    env = {"LD_LIBRARY_PATH": f"{out}/{tag}", "PATH": "/usr/bin:/bin"}
-    if traced:
-        # A small ring (the oldest records dropped) keeps the file small; the
-        # cost per task is the recording's all the same.
-        env["TA_TRACE"] = f"{out}/trace.json"
-        env["TA_TRACE_CAPACITY"] = "8192"
-    text = subprocess.run([f"{out}/bench", "--only=ta"], env=env,
-                          capture_output=True, text=True, check=True, timeout=600).stdout
-    r = {m.group(1): (float(m.group(2)), float(m.group(3)))
-         for m in re.finditer(r"RESULT pattern=(\w+) impl=tensorasync unit=\S+ median=([\d.]+) min=([\d.]+)", text)}
-    assert set(r) >= {"a", "b", "c"}, text
-    return r
-# Per pair, two ratios: of the runs' medians and of their minima (the fastest
-# round, less exposed to a descheduled worker).
-ratios = {(p, k): [] for p in "abc" for k in (0, 1)}
-on_cost = {p: [] for p in "abc"}
-for i in range(pairs):
-    order = ("a", "b") if i % 2 == 0 else ("b", "a")
-    res = {tag: run(tag) for tag in order}
-    traced = run("a", traced=True)
-    for p in "abc":
-        on_cost[p].append(traced[p][0] - res["a"][p][0])
-    cells = []
-    for p in "abc":
-        for k in (0, 1):
-            ratios[(p, k)].append(res["b"][p][k] / res["a"][p][k])
-        cells.append(f"({p}) A {res['a'][p][0]:.0f}/{res['a'][p][1]:.0f} B {res['b'][p][0]:.0f}/{res['b'][p][1]:.0f}"
-                     f" B/A {ratios[(p, 0)][-1]:.3f}/{ratios[(p, 1)][-1]:.3f}")
-    print(f"pair {i + 1:2d} (ns/task median/min): " + " | ".join(cells), flush=True)
-for p in "abc":
-    for k, what in ((0, "medians"), (1, "minima")):
-        rs = ratios[(p, k)]
-        print(f"pattern ({p}), ratio of the runs' {what}: median B/A {statistics.median(rs):.3f}"
-              f" (min {min(rs):.3f}, max {max(rs):.3f}, {len(rs)} pairs)")
-for p in "abc":
-    print(f"pattern ({p}), recording on: median {statistics.median(on_cost[p]):+.0f} ns/task over A off")
-EOF
+python3 scripts/ab_pairs.py "$OUT/bench" "$OUT/a" "$OUT/b" "$PAIRS" --traced-a
