@@ -169,7 +169,11 @@ struct Indexed<W> {
     /// Accesses to no element: they conflict with nothing, but barriers wait
     /// for them and `is_idle` sees them.
     empty: Vec<Entry<W>>,
-    /// Entries in `slots` and `empty`.
+    /// Readers of the whole value: every writer meets them and no reader
+    /// does, so an index would only cost them (a matrix that thousands of
+    /// pending operations read).
+    whole: Vec<Entry<W>>,
+    /// Entries in `slots`, `empty` and `whole`.
     len: usize,
     /// Entries added since finished ones were last dropped, and how many
     /// more make the next drop due (the entries kept then): the drop costs
@@ -312,6 +316,9 @@ impl<W: Waiter> EpochQueue<W> {
                 for e in &ix.empty {
                     W::depend_on(task, &e.task);
                 }
+                for e in ix.whole.iter().filter(|e| e.region.may_overlap(region)) {
+                    W::depend_on(task, &e.task);
+                }
                 ix.meeting(region, true, |_, e| {
                     if e.region.may_overlap(region) {
                         W::depend_on(task, &e.task);
@@ -351,7 +358,10 @@ impl<W: Waiter> EpochQueue<W> {
         if entries.len() == entries.capacity() && entries.len() >= 8 {
             entries.retain(|e| !e.task.is_done());
         }
-        if entries.len() >= INDEX_AT {
+        // A whole-value reader scans only the leading writers, and is pushed
+        // at the end: it gains nothing from an index.
+        let whole_reader = !entry.writes && matches!(entry.region, Region::Full);
+        if entries.len() >= INDEX_AT && !whole_reader {
             self.index();
             self.push(entry);
             return;
@@ -381,6 +391,7 @@ impl<W: Waiter> EpochQueue<W> {
             writers: IntervalIndex::default(),
             readers: IntervalIndex::default(),
             empty: Vec::new(),
+            whole: Vec::new(),
             len: 0,
             added: 0,
             sweep_after: entries.len(),
@@ -397,7 +408,7 @@ impl<W: Waiter> EpochQueue<W> {
         let Frontier::Indexed(ix) = &mut self.frontier else { return };
         let mut entries = ThinVec::with_capacity(ix.len);
         let mut readers = ThinVec::new();
-        for e in ix.slots.drain(..).flatten().chain(ix.empty.drain(..)) {
+        for e in ix.slots.drain(..).flatten().chain(ix.empty.drain(..)).chain(ix.whole.drain(..)) {
             if e.writes {
                 entries.push(e);
             } else {
@@ -429,6 +440,13 @@ impl<W: Waiter> Indexed<W> {
             // no element too (they conflict with nothing, so this only keeps
             // the edges the same in both forms).
             for e in self.empty.iter().filter(|e| e.writes) {
+                depend(&e.task);
+            }
+        }
+        if writes {
+            // Every whole-value reader meets a writer of any element (and
+            // only a whole-value writer, handled before, covers them).
+            for e in &self.whole {
                 depend(&e.task);
             }
         }
@@ -481,7 +499,7 @@ impl<W: Waiter> Indexed<W> {
 
     /// Calls `f` with every entry, `Empty` ones included.
     fn for_each(&self, mut f: impl FnMut(&Entry<W>)) {
-        self.slots.iter().flatten().chain(&self.empty).for_each(&mut f);
+        self.slots.iter().flatten().chain(&self.empty).chain(&self.whole).for_each(&mut f);
     }
 
     /// Add an entry, first dropping finished ones when enough were added
@@ -496,6 +514,10 @@ impl<W: Waiter> Indexed<W> {
 
     fn insert(&mut self, entry: Entry<W>) {
         self.len += 1;
+        if !entry.writes && matches!(entry.region, Region::Full) {
+            self.whole.push(entry);
+            return;
+        }
         let Some((lo, hi)) = entry.region.bounds() else {
             self.empty.push(entry);
             return;
@@ -528,7 +550,8 @@ impl<W: Waiter> Indexed<W> {
         self.writers.clear();
         self.readers.clear();
         self.empty.retain(|e| !e.task.is_done());
-        self.len = self.empty.len();
+        self.whole.retain(|e| !e.task.is_done());
+        self.len = self.empty.len() + self.whole.len();
         for e in slots.into_iter().flatten() {
             if !e.task.is_done() {
                 self.insert(e);
@@ -671,7 +694,7 @@ mod tests {
     fn indexed_frontiers_form_the_edges_of_the_flat_scan() {
         let root = Layout::contiguous(&[24, 20], Order::RowMajor);
         let mut indexed_steps = 0;
-        for seed in 0..12u64 {
+        for seed in 0..18u64 {
             let mut rng = SmallRng::seed_from_u64(seed);
             let mut q: EpochQueue<T> = EpochQueue::default();
             let mut model = Model::default();
@@ -679,7 +702,8 @@ mod tests {
             let mut done: Vec<bool> = vec![];
             let mut recent: Vec<Region> = vec![];
             // Seeds differ in how often tasks finish and whole writers come.
-            let (p_done, p_full) = [(0.0, 0.0), (0.02, 0.001), (0.2, 0.002), (0.01, 0.0)][seed as usize % 4];
+            let (p_done, p_full) =
+                [(0.0, 0.0), (0.02, 0.001), (0.2, 0.002), (0.01, 0.0), (0.01, 0.05), (0.0, 0.1)][seed as usize % 6];
             for step in 0..4000 {
                 let id = tasks.len();
                 let t = Arc::new(T { id, done: AtomicBool::new(false), preds: Mutex::new(vec![]) });
@@ -726,6 +750,51 @@ mod tests {
             assert!(q.is_idle());
         }
         assert!(indexed_steps > 10_000, "the index was used at {indexed_steps} steps");
+    }
+
+    /// Thousands of pending readers of the whole value (a shared input) stay
+    /// out of the index: each waits for the writers only, the frontier
+    /// stays a vector while only they come, and once a writer of a slice
+    /// has made it an index they are kept beside it, met by every writer.
+    #[test]
+    fn readers_of_the_whole_value_stay_out_of_the_index() {
+        const K: usize = 2000;
+        let root = Layout::contiguous(&[64], Order::RowMajor);
+        let task = |id| Arc::new(T { id, done: AtomicBool::new(false), preds: Mutex::new(vec![]) });
+        let preds = |t: &Arc<T>| t.preds.lock().unwrap().iter().copied().collect::<BTreeSet<_>>();
+        let mut q: EpochQueue<T> = EpochQueue::default();
+        let block = task(usize::MAX);
+        q.enroll(&block, Mode::Update, &Region::Full, 1, false);
+        for i in 0..K {
+            let r = task(i);
+            q.enroll(&r, Mode::Read, &Region::Full, q.next_stamp(), false);
+            assert_eq!(preds(&r), BTreeSet::from([usize::MAX]));
+        }
+        assert!(!q.is_indexed());
+        assert_eq!(q.frontier_len(), K);
+        let slice =
+            Region::Box(Arc::new(IndexBox::new(SmallVec::from_slice(&[Prog { start: 3, step: 1, count: 2 }]), &root)));
+        let w = task(K);
+        q.enroll(&w, Mode::Write, &slice, q.next_stamp(), false);
+        assert_eq!(preds(&w), (0..K).chain([usize::MAX]).collect());
+        assert!(q.is_indexed());
+        for i in 0..K {
+            let r = task(K + 1 + i);
+            q.enroll(&r, Mode::Read, &Region::Full, q.next_stamp(), false);
+            assert_eq!(preds(&r), BTreeSet::from([usize::MAX, K]));
+        }
+        let Frontier::Indexed(ix) = &q.frontier else { unreachable!() };
+        assert_eq!((ix.whole.len(), ix.len), (2 * K, 2 * K + 1));
+        // A second writer of the slice meets every reader, and a barrier
+        // of another slice waits for the whole readers, not the writer.
+        let w2 = task(2 * K + 1);
+        q.enroll(&w2, Mode::Write, &slice, q.next_stamp(), false);
+        assert_eq!(preds(&w2), (0..2 * K + 1).filter(|&i| i != K).chain([usize::MAX, K]).collect());
+        let other =
+            Region::Box(Arc::new(IndexBox::new(SmallVec::from_slice(&[Prog { start: 40, step: 1, count: 2 }]), &root)));
+        let b = task(2 * K + 2);
+        q.enroll_barrier(&b, &other);
+        assert_eq!(preds(&b), (0..2 * K + 1).filter(|&i| i != K).chain([usize::MAX]).collect());
     }
 
     /// K writers of disjoint 1-element slices behind a blocked whole writer,
