@@ -281,7 +281,8 @@ typedef struct ta_submit {
    */
   uint32_t backends;
   /**
-   * Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+   * Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
+   * of a `ta_submit_ex`; 0 for none.
    */
   uint32_t flags;
 } ta_submit;

@@ -260,7 +260,8 @@ pub struct ta_submit {
     pub cq_tag: u64,
     /// Allowed backends: a bit set of `1u << TA_BACKEND_x`; 0 for any.
     pub backends: u32,
-    /// Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+    /// Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
+    /// of a `ta_submit_ex`; 0 for none.
     pub flags: u32,
 }
 
