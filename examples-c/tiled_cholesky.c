@@ -22,6 +22,12 @@
  * tiles run concurrently as soon as their inputs are final. That is the whole
  * DAG of a tiled Cholesky, found from program order alone.
  *
+ * Priorities (ta_submit_ex.priority) only decide which ready task a free
+ * worker takes first: the critical path (POTRF k, then the panel and
+ * updates that lead to POTRF k+1) goes ahead of the trailing updates, with
+ * StarPU's critical-path priorities: 2 nt - 2 k for POTRF k, less the row
+ * index for TRSM, less row and column for SYRK and GEMM.
+ *
  * Each case is checked against a plain-C Cholesky of the same matrix (entry
  * by entry on the lower triangle) and by the residual max|A - L L^T|, with
  * ragged tiles (n not a multiple of the tile size), several tile sizes and
@@ -45,6 +51,7 @@
 
 static ta_runtime *rt;
 static ta_submit opts; /* {.runtime = rt} */
+static ta_submit_ex prio; /* {.submit = opts + TA_SUBMIT_EXTENDED} */
 static int failures;
 
 /* A = M M^T + n I, row-major (and symmetric, so any order). */
@@ -96,23 +103,32 @@ static void free_tiles(ta_tensor **t, size_t nt) {
     free(t);
 }
 
+/* Options with priority p (see the header comment). */
+static const ta_submit *at(int p) {
+    prio.priority = p;
+    return &prio.submit;
+}
+
 /* The algorithm of the header comment, submitted in program order on the
  * tiles t (row by row); nothing waits. */
 static void submit_cholesky(ta_tensor **t, size_t nt) {
 #define T(i, j) t[(i) * nt + (j)]
+    const int n2 = 2 * (int)nt;
     for (size_t k = 0; k < nt; k++) {
-        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, &opts, NULL, &err));
+        const int top = n2 - 2 * (int)k;
+        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, at(top), NULL, &err));
         ta_tensor *lkk_t = NULL; /* L_kk^T: the transposed view of a lower tile is upper */
         OK(ta_tensor_transpose(T(k, k), &lkk_t, &err));
         for (size_t i = k + 1; i < nt; i++)
-            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, &opts, NULL, &err));
+            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, at(top - (int)i), NULL,
+                       &err));
         OK(ta_tensor_free(lkk_t));
         for (size_t i = k + 1; i < nt; i++) {
-            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), &opts, NULL, &err));
+            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), at(top - 2 * (int)i), NULL, &err));
             for (size_t j = k + 1; j < i; j++) {
                 ta_tensor *ljk_t = NULL;
                 OK(ta_tensor_transpose(T(j, k), &ljk_t, &err));
-                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), &opts, NULL, &err));
+                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), at(top - (int)i - (int)j), NULL, &err));
                 OK(ta_tensor_free(ljk_t));
             }
         }
@@ -284,6 +300,10 @@ int main(int argc, char **argv) {
     OK(ta_runtime_new(2, &rt, &err));
     memset(&opts, 0, sizeof opts);
     opts.runtime = rt;
+    memset(&prio, 0, sizeof prio);
+    prio.struct_size = sizeof prio;
+    prio.submit = opts;
+    prio.submit.flags |= TA_SUBMIT_EXTENDED;
     if (argc == 3) {
         /* One case of your choosing: tiled_cholesky N TILE (e.g. for a trace). */
         run_case((size_t)strtoul(argv[1], NULL, 10), (size_t)strtoul(argv[2], NULL, 10), TA_ORDER_ROW_MAJOR);

@@ -34,6 +34,13 @@
 #define TA_SUBMIT_TRANSFER 1
 
 /**
+ * `ta_submit.flags`: this `ta_submit` is the `submit` member of a
+ * `ta_submit_ex`, whose other fields the operation reads too. Set it only
+ * there: the library then reads the memory before the `ta_submit`.
+ */
+#define TA_SUBMIT_EXTENDED 2
+
+/**
  * Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
  */
 #define TA_DUMP_TEXT 0
@@ -274,7 +281,8 @@ typedef struct ta_submit {
    */
   uint32_t backends;
   /**
-   * Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+   * Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
+   * of a `ta_submit_ex`; 0 for none.
    */
   uint32_t flags;
 } ta_submit;
@@ -540,6 +548,47 @@ typedef struct ta_slice {
  * Backend family, for `ta_submit.backends` (bit `1u << TA_BACKEND_x`).
  */
 typedef uint32_t ta_backend;
+
+/**
+ * Submission options beyond `ta_submit`'s (a `ta_submit` cannot grow).
+ * Zero-initialise it, set `struct_size` to `sizeof(ta_submit_ex)`, the
+ * options you want, and `TA_SUBMIT_EXTENDED` in `submit.flags`; then pass
+ * `&ex.submit` wherever an operation takes a `const ta_submit *opts`:
+ *
+ * ```c
+ * ta_submit_ex ex = {0};
+ * ex.struct_size = sizeof(ta_submit_ex);
+ * ex.priority = 10;
+ * ex.submit.flags = TA_SUBMIT_EXTENDED;
+ * ta_potrf(a, TA_UPLO_LOWER, &ex.submit, NULL, &err);
+ * ```
+ *
+ * A `struct_size` smaller than this version's `sizeof(ta_submit_ex)` gives
+ * `TA_STATUS_INVALID_ARGUMENT`; a larger one (a caller built against a
+ * later version) is accepted when every byte beyond the fields this
+ * version knows is zero, and gives `TA_STATUS_INVALID_ARGUMENT` otherwise.
+ * Later versions add fields only at the end.
+ */
+typedef struct ta_submit_ex {
+  /**
+   * `sizeof(ta_submit_ex)`.
+   */
+  uint32_t struct_size;
+  /**
+   * Rank among ready operations: when a worker has a choice, it takes
+   * the ready operation of highest priority first, and operations of
+   * equal priority in the order they became ready. A priority never
+   * overrides an ordering between operations (it orders only those whose
+   * predecessors have all finished). 0, the default, is the order of an
+   * operation submitted without a priority; a negative priority runs
+   * after the ready operations of priority 0.
+   */
+  int32_t priority;
+  /**
+   * The usual options, with `TA_SUBMIT_EXTENDED` in `flags`.
+   */
+  struct ta_submit submit;
+} ta_submit_ex;
 
 /**
  * Success.

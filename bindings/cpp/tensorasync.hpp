@@ -760,26 +760,36 @@ inline detail::ret<void> event::notify(const completion_queue &cq, uint64_t tag)
 }
 
 /// How to submit an operation: runtime, completion-queue entry, backends,
-/// transfers, and an event to receive.
+/// transfers, priority, and an event to receive.
 class options {
   public:
-    options() noexcept { std::memset(&c_, 0, sizeof c_); }
+    options() noexcept {
+        std::memset(&x_, 0, sizeof x_);
+        x_.struct_size = sizeof x_;
+    }
     options &on(const runtime &rt) noexcept {
-        c_.runtime = rt.get();
+        x_.submit.runtime = rt.get();
         return *this;
     }
     options &notify(const completion_queue &cq, uint64_t tag) noexcept {
-        c_.cq = cq.get();
-        c_.cq_tag = tag;
+        x_.submit.cq = cq.get();
+        x_.submit.cq_tag = tag;
         return *this;
     }
     options &backends(std::initializer_list<backend> bs) noexcept {
-        c_.backends = 0;
-        for (backend b : bs) c_.backends |= 1u << static_cast<ta_backend>(b);
+        x_.submit.backends = 0;
+        for (backend b : bs) x_.submit.backends |= 1u << static_cast<ta_backend>(b);
         return *this;
     }
     options &transfer(bool on = true) noexcept {
-        c_.flags = on ? (c_.flags | TA_SUBMIT_TRANSFER) : (c_.flags & ~uint32_t(TA_SUBMIT_TRANSFER));
+        x_.submit.flags = on ? (x_.submit.flags | TA_SUBMIT_TRANSFER) : (x_.submit.flags & ~uint32_t(TA_SUBMIT_TRANSFER));
+        return *this;
+    }
+    /// Rank among ready operations (`ta_submit_ex.priority`): higher runs
+    /// first when a worker has a choice; 0 is the default order.
+    options &priority(int32_t p) noexcept {
+        x_.priority = p;
+        x_.submit.flags = p ? (x_.submit.flags | TA_SUBMIT_EXTENDED) : (x_.submit.flags & ~uint32_t(TA_SUBMIT_EXTENDED));
         return *this;
     }
     /// The operation's event goes to `ev` (replacing what it held).
@@ -792,7 +802,10 @@ class options {
         name_ = n;
         return *this;
     }
-    const ta_submit *c() const noexcept { return &c_; }
+    /// The options as C takes them: the `submit` member of a `ta_submit_ex`
+    /// (to change a copy, copy `ex()`, never `*c()`).
+    const ta_submit *c() const noexcept { return &x_.submit; }
+    const ta_submit_ex &ex() const noexcept { return x_; }
     ta_event **event_slot(ta_event **tmp) const noexcept { return ev_ ? tmp : nullptr; }
     void deliver(ta_event *e) const noexcept {
         if (ev_) *ev_ = ta::event(e);
@@ -800,7 +813,7 @@ class options {
     const char *name() const noexcept { return name_; }
 
   private:
-    ta_submit c_;
+    ta_submit_ex x_;
     ta::event *ev_ = nullptr;
     const char *name_ = nullptr;
 };
@@ -1610,14 +1623,14 @@ detail::ret<void> submit(const options &o, F &&f, A... accesses) {
             ud, o.name(), acc, sizeof...(A), o.c(), o.event_slot(&ev), &e);
     } else {
         Fn *box = new Fn(std::forward<F>(f));
-        ta_submit sub = *o.c();
-        sub.callback = [](ta_status, void *ud) { delete static_cast<Fn *>(ud); };
-        sub.callback_userdata = box;
+        ta_submit_ex sub = o.ex();
+        sub.submit.callback = [](ta_status, void *ud) { delete static_cast<Fn *>(ud); };
+        sub.submit.callback_userdata = box;
         s = ta_kernel_submit(
             [](const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) -> ta_status {
                 return detail::kernel_trampoline<Fn>(v, n, *static_cast<Fn *>(ud), ctx);
             },
-            box, o.name(), acc, sizeof...(A), &sub, o.event_slot(&ev), &e);
+            box, o.name(), acc, sizeof...(A), &sub.submit, o.event_slot(&ev), &e);
         if (s != TA_STATUS_OK) delete box;
     }
     TA_HPP_CHECK_VOID(s, e);

@@ -12,6 +12,7 @@ module tensorasync_c
   integer(c_int32_t), parameter :: TA_DOMAIN_HOST = -1_c_int32_t
   integer(c_int64_t), parameter :: TA_WAIT_FOREVER = -1_c_int64_t
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
+  integer(c_int32_t), parameter :: TA_SUBMIT_EXTENDED = 2_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_TEXT = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_DOT = 1_c_int32_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_READ_ONLY = 1_c_int64_t
@@ -196,6 +197,12 @@ module tensorasync_c
     integer(c_int64_t) :: step
     integer(c_int32_t) :: drop
   end type ta_slice
+
+  type, bind(c) :: ta_submit_ex
+    integer(c_int32_t) :: struct_size
+    integer(c_int32_t) :: priority
+    type(ta_submit) :: submit
+  end type ta_submit_ex
 
   interface
     function c_ta_blocks_new_tiled(dtype, domain, rank, extents, tile_extents, order, blocks_out, &

@@ -395,6 +395,8 @@ const (
 	waitForever = C.TA_WAIT_FOREVER
 	// `ta_submit.flags`: inputs that live in another domain than the output are copied there first (by ordinary scheduled copies into temporaries), instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
 	SubmitTransfer = C.TA_SUBMIT_TRANSFER
+	// `ta_submit.flags`: this `ta_submit` is the `submit` member of a `ta_submit_ex`, whose other fields the operation reads too. Set it only there: the library then reads the memory before the `ta_submit`.
+	SubmitExtended = C.TA_SUBMIT_EXTENDED
 	// Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
 	DumpText = C.TA_DUMP_TEXT
 	// Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished operation, one edge per wait (labelled with the tensor).

@@ -36,6 +36,7 @@ mod linalg;
 // Observability: trace recording, pending-work dump, counters.
 mod observe;
 mod ops;
+mod submit_ex;
 // Readiness, host access, deferred completion, DLPack (one block for easy merges).
 mod dlpack;
 mod mapping;

@@ -27,6 +27,7 @@ pub(crate) struct Opts<R = Runtime> {
     callback: Option<ta::Callback>,
     selector: Selector,
     transfer: bool,
+    priority: i32,
 }
 
 /// How [`Opts`] holds its runtime.
@@ -59,7 +60,14 @@ impl<R: RuntimeRef> Opts<R> {
         lookup: impl FnOnce(*const super::ta_runtime, &'static str, &str) -> Result<R, Error>,
     ) -> Result<Opts<R>, Error> {
         if opts.is_null() {
-            return Ok(Opts { runtime: None, cq: None, callback: None, selector: Selector::AUTO, transfer: false });
+            return Ok(Opts {
+                runtime: None,
+                cq: None,
+                callback: None,
+                selector: Selector::AUTO,
+                transfer: false,
+                priority: 0,
+            });
         }
         // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
         let o = unsafe { *opts };
@@ -80,10 +88,12 @@ impl<R: RuntimeRef> Opts<R> {
                 unsafe { f(crate::status::to_c(status), ud.0) }
             }) as ta::Callback
         });
-        if o.flags & !super::TA_SUBMIT_TRANSFER != 0 {
+        if o.flags & !(super::TA_SUBMIT_TRANSFER | super::TA_SUBMIT_EXTENDED) != 0 {
             return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {:#x}", o.flags)));
         }
-        Ok(Opts { runtime, cq, callback, selector, transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0 })
+        let priority =
+            if o.flags & super::TA_SUBMIT_EXTENDED != 0 { super::submit_ex::priority(opts, origin)? } else { 0 };
+        Ok(Opts { runtime, cq, callback, selector, transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0, priority })
     }
 
     fn submit(&mut self, event: bool) -> Submit<'_> {
@@ -95,6 +105,7 @@ impl<R: RuntimeRef> Opts<R> {
             selector: self.selector,
             trace: None,
             transfer: self.transfer,
+            priority: self.priority,
         }
     }
 }

@@ -260,7 +260,8 @@ pub struct ta_submit {
     pub cq_tag: u64,
     /// Allowed backends: a bit set of `1u << TA_BACKEND_x`; 0 for any.
     pub backends: u32,
-    /// Flags: `TA_SUBMIT_TRANSFER`; 0 for none.
+    /// Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
+    /// of a `ta_submit_ex`; 0 for none.
     pub flags: u32,
 }
 
@@ -268,6 +269,46 @@ pub struct ta_submit {
 /// copied there first (by ordinary scheduled copies into temporaries),
 /// instead of failing with `TA_STATUS_DOMAIN_MISMATCH`.
 pub const TA_SUBMIT_TRANSFER: u32 = 1;
+
+/// `ta_submit.flags`: this `ta_submit` is the `submit` member of a
+/// `ta_submit_ex`, whose other fields the operation reads too. Set it only
+/// there: the library then reads the memory before the `ta_submit`.
+pub const TA_SUBMIT_EXTENDED: u32 = 2;
+
+/// Submission options beyond `ta_submit`'s (a `ta_submit` cannot grow).
+/// Zero-initialise it, set `struct_size` to `sizeof(ta_submit_ex)`, the
+/// options you want, and `TA_SUBMIT_EXTENDED` in `submit.flags`; then pass
+/// `&ex.submit` wherever an operation takes a `const ta_submit *opts`:
+///
+/// ```c
+/// ta_submit_ex ex = {0};
+/// ex.struct_size = sizeof(ta_submit_ex);
+/// ex.priority = 10;
+/// ex.submit.flags = TA_SUBMIT_EXTENDED;
+/// ta_potrf(a, TA_UPLO_LOWER, &ex.submit, NULL, &err);
+/// ```
+///
+/// A `struct_size` smaller than this version's `sizeof(ta_submit_ex)` gives
+/// `TA_STATUS_INVALID_ARGUMENT`; a larger one (a caller built against a
+/// later version) is accepted when every byte beyond the fields this
+/// version knows is zero, and gives `TA_STATUS_INVALID_ARGUMENT` otherwise.
+/// Later versions add fields only at the end.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct ta_submit_ex {
+    /// `sizeof(ta_submit_ex)`.
+    pub struct_size: u32,
+    /// Rank among ready operations: when a worker has a choice, it takes
+    /// the ready operation of highest priority first, and operations of
+    /// equal priority in the order they became ready. A priority never
+    /// overrides an ordering between operations (it orders only those whose
+    /// predecessors have all finished). 0, the default, is the order of an
+    /// operation submitted without a priority; a negative priority runs
+    /// after the ready operations of priority 0.
+    pub priority: i32,
+    /// The usual options, with `TA_SUBMIT_EXTENDED` in `flags`.
+    pub submit: ta_submit,
+}
 
 /// One operand of a user kernel: a tensor and how the kernel uses it.
 #[repr(C)]

@@ -20,11 +20,16 @@
  *   (C) Cholesky (lower, right-looking) of an SPD matrix, n = 4096, 256 tiles
  *       (16 x 16 grid: 16 POTRF, 120 TRSM, 120 SYRK, 560 GEMM = 816 tasks)
  *       - tensorasync: one block array, ta_potrf / ta_trsm / ta_syrk / ta_gemm
- *         per tile, transposed operands as ta_tensor_transpose views;
+ *         per tile, transposed operands as ta_tensor_transpose views, with
+ *         critical-path priorities (ta_submit_ex.priority, StarPU's unbounded
+ *         ones); tensorasync_noprio: the same without priorities;
  *       - StarPU 1.3: the same algorithm and tiling, codelets dpotrf_ /
  *         cblas_dtrsm / cblas_dsyrk / cblas_dgemm (OpenBLAS, 1 thread), with
  *         StarPU's usual critical-path priorities, scheduler `prio`;
  *       - LAPACK: ONE dpotrf_ ("L") call from OpenBLAS with 2 threads.
+ *       Efficiency: each Cholesky's GF/s over the GF/s of ONE 2-thread
+ *       OpenBLAS dgemm call (n = 2048), measured once in every Cholesky
+ *       round after the contenders (medians of the timed rounds).
  *
  * Rates: gemm 2 n^3 flops, Cholesky n^3 / 3 flops, per second of wall time
  * from the first submission (or the call) to completion. Data setup (filling
@@ -52,7 +57,7 @@
  * (StarPU codelets also set it, as the StarPU examples do) and to 2 before
  * each reference run.
  *
- * Usage: tiled [--only=gemm,chol] [--impl=ta,sp,ref,tablas] [--reps=N]
+ * Usage: tiled [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio] [--reps=N]
  *              [--gemm-n=N] [--chol-n=N] [--tile=T]
  *              [--sp-sched-gemm=S] [--sp-sched-chol=S] [--no-blas-reset]
  */
@@ -329,9 +334,25 @@ static double ta_gemm_run_with(double *maxerr, int blas_only) {
 static double ta_gemm_run(double *maxerr) { return ta_gemm_run_with(maxerr, 0); }
 static double ta_gemm_blas_run(double *maxerr) { return ta_gemm_run_with(maxerr, 1); }
 
-static double ta_chol_run(double *maxerr) {
+/* Critical-path priorities, StarPU's unbounded ones (its Cholesky examples'
+ * `unbound_prio`): 2 nt - 2 k for POTRF k, less the tile's row and column
+ * for the TRSM, SYRK and GEMM of step k, so the next panel goes first. */
+static ta_submit_ex g_prio;
+static const ta_submit *prio_opts(int on, int p) {
+    if (!on) return &g_opts;
+    g_prio.priority = p;
+    return &g_prio.submit;
+}
+
+/* prio: with the priorities above (else every task has the default one). */
+static double ta_chol_run_with(double *maxerr, int prio) {
     size_t n = CHOL_N, nt = ntiles(n);
+    const int nti = (int)nt;
     ta_start();
+    memset(&g_prio, 0, sizeof g_prio);
+    g_prio.struct_size = sizeof g_prio;
+    g_prio.submit = g_opts;
+    g_prio.submit.flags |= TA_SUBMIT_EXTENDED;
     ta_blocks *blk = ta_square_blocks(n);
     ta_tensor *all = NULL;
     TA(ta_blocks_all(blk, &all, NULL));
@@ -343,21 +364,25 @@ static double ta_chol_run(double *maxerr) {
     double t0 = now_ns();
     ta_status s;
     for (size_t k = 0; k < nt; k++) {
-        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, &g_opts, NULL, NULL))) ta_check(s, "ta_potrf", __LINE__);
+        const int ki = (int)k;
+        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, prio_opts(prio, 2 * nti - 2 * ki), NULL, NULL)))
+            ta_check(s, "ta_potrf", __LINE__);
         ta_tensor *lkk_t = NULL;
         if ((s = ta_tensor_transpose(T(k, k), &lkk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
         for (size_t i = k + 1; i < nt; i++)
-            if ((s = ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, &g_opts, NULL,
-                             NULL)))
+            if ((s = ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t,
+                             prio_opts(prio, 2 * nti - 2 * ki - (int)i), NULL, NULL)))
                 ta_check(s, "ta_trsm", __LINE__);
         ta_tensor_free(lkk_t);
         for (size_t i = k + 1; i < nt; i++) {
-            if ((s = ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), &g_opts, NULL, NULL)))
+            if ((s = ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0),
+                             prio_opts(prio, 2 * nti - 2 * ki - 2 * (int)i), NULL, NULL)))
                 ta_check(s, "ta_syrk", __LINE__);
             for (size_t j = k + 1; j < i; j++) {
                 ta_tensor *ljk_t = NULL;
                 if ((s = ta_tensor_transpose(T(j, k), &ljk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
-                if ((s = ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), &g_opts, NULL, NULL)))
+                if ((s = ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0),
+                                 prio_opts(prio, 2 * nti - 2 * ki - (int)i - (int)j), NULL, NULL)))
                     ta_check(s, "ta_gemm", __LINE__);
                 ta_tensor_free(ljk_t);
             }
@@ -377,6 +402,9 @@ static double ta_chol_run(double *maxerr) {
     ta_stop();
     return t1 - t0;
 }
+
+static double ta_chol_run(double *maxerr) { return ta_chol_run_with(maxerr, 1); }
+static double ta_chol_noprio_run(double *maxerr) { return ta_chol_run_with(maxerr, 0); }
 
 /* ================================================================ StarPU */
 
@@ -579,15 +607,17 @@ static double ref_chol_run(double *maxerr) {
 /* ================================================================ driver */
 
 enum { B_GEMM, B_CHOL, NBENCH };
-enum { I_TA, I_SP, I_REF, I_TAB, NIMPL };
+enum { I_TA, I_SP, I_REF, I_TAB, I_TANP, NIMPL };
 static const char *bench_key[NBENCH] = {"gemm", "cholesky"};
-static const char *impl_key[NIMPL] = {"tensorasync", "starpu", "openblas", "tensorasync_blas"};
+static const char *impl_key[NIMPL] = {"tensorasync", "starpu", "openblas", "tensorasync_blas",
+                                     "tensorasync_noprio"};
 /* The reference is OpenBLAS's dgemm for gemm and its LAPACK dpotrf for Cholesky. */
 static const char *impl_label(int b, int i) { return b == B_CHOL && i == I_REF ? "lapack" : impl_key[i]; }
 typedef double (*run_fn)(double *maxerr);
-/* tensorasync_blas is for gemm only (the BLAS backend offers no potrf/trsm/syrk). */
-static const run_fn runs[NBENCH][NIMPL] = {{ta_gemm_run, sp_gemm_run, ref_gemm_run, ta_gemm_blas_run},
-                                           {ta_chol_run, sp_chol_run, ref_chol_run, NULL}};
+/* tensorasync_blas is for gemm only (the BLAS backend offers no potrf/trsm/syrk);
+ * tensorasync_noprio (the Cholesky without priorities) for Cholesky only. */
+static const run_fn runs[NBENCH][NIMPL] = {{ta_gemm_run, sp_gemm_run, ref_gemm_run, ta_gemm_blas_run, NULL},
+                                           {ta_chol_run, sp_chol_run, ref_chol_run, NULL, ta_chol_noprio_run}};
 
 typedef struct {
     double warm_s, secs[MAXREP], maxerr;
@@ -637,6 +667,26 @@ static void setup_chol(void) {
     make_samples(n, 1);
 }
 
+/* GF/s of one 2-thread OpenBLAS dgemm call, n = 2048 (the efficiency's
+ * denominator, measured in every Cholesky round beside the contenders). */
+static double dgemm_2thread_gflops(void) {
+    size_t n = 2048;
+    double *a = xmalloc(sizeof(double) * n * n), *b = xmalloc(sizeof(double) * n * n),
+           *c = xmalloc(sizeof(double) * n * n);
+    for (size_t x = 0; x < n * n; x++) a[x] = b[x] = rnd();
+    settle_threads("dgemm");
+    openblas_set_num_threads(NTHREADS);
+    double t0 = now_ns();
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, a, (int)n, b, (int)n, 0.0, c,
+                (int)n);
+    double v = 2.0 * (double)n * (double)n * (double)n / (now_ns() - t0);
+    blas_threads_for_tiles();
+    free(a);
+    free(b);
+    free(c);
+    return v;
+}
+
 /* Whether the comma-separated list holds tok. */
 static int has_token(const char *list, const char *tok) {
     size_t len = strlen(tok);
@@ -651,7 +701,7 @@ static int has_token(const char *list, const char *tok) {
 
 int main(int argc, char **argv) {
     openblas_best_init(argv);
-    const char *only = "gemm,chol", *impls = "ta,sp,ref,tablas";
+    const char *only = "gemm,chol", *impls = "ta,sp,ref,tablas,tanoprio";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--only=", 7))
@@ -674,7 +724,7 @@ int main(int argc, char **argv) {
             BLAS_RESET = 0;
         else {
             fprintf(stderr,
-                    "usage: %s [--only=gemm,chol] [--impl=ta,sp,ref,tablas] [--reps=N] [--gemm-n=N] [--chol-n=N] "
+                    "usage: %s [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio] [--reps=N] [--gemm-n=N] [--chol-n=N] "
                     "[--tile=T] [--sp-sched-gemm=S] [--sp-sched-chol=S] [--no-blas-reset]\n",
                     argv[0]);
             return 2;
@@ -683,7 +733,7 @@ int main(int argc, char **argv) {
     if (NREP < 1 || NREP > MAXREP || GEMM_N < 1 || CHOL_N < 1 || TILE < 1) die("bad arguments");
     int do_bench[NBENCH] = {has_token(only, "gemm"), has_token(only, "chol")};
     int enabled[NIMPL] = {has_token(impls, "ta"), has_token(impls, "sp"), has_token(impls, "ref"),
-                          has_token(impls, "tablas")};
+                          has_token(impls, "tablas"), has_token(impls, "tanoprio")};
 
     int spv[3];
     starpu_get_version(&spv[0], &spv[1], &spv[2]);
@@ -706,6 +756,8 @@ int main(int argc, char **argv) {
 
     double t_start = now_ns();
     static series_t ser[NBENCH][NIMPL];
+    double dgemm_gf[MAXREP];
+    int n_dgemm = 0;
     double max_other = 0;
     for (int b = 0; b < NBENCH; b++) {
         if (!do_bench[b]) continue;
@@ -738,6 +790,12 @@ int main(int argc, char **argv) {
                 printf("  round %d %-16s %8.3f s  %6.1f GF/s%s\n", round, impl_label(b, i), ns / 1e9,
                        flops_of(b) / ns, round == 0 ? "  (warm-up)" : "");
                 fflush(stdout);
+            }
+            if (b == B_CHOL) {
+                double gf = dgemm_2thread_gflops();
+                if (round > 0) dgemm_gf[n_dgemm++] = gf;
+                printf("  round %d %-16s %6.1f GF/s (2-thread dgemm n=2048, the efficiency's reference)\n", round,
+                       "dgemm", gf);
             }
         }
         if (b == B_GEMM) {
@@ -811,6 +869,22 @@ int main(int argc, char **argv) {
             snprintf(vd + strlen(vd), sizeof vd - strlen(vd), " (noisy)");
         printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", desc, cell[I_TA], cell[I_SP], cell[I_REF], r_sp, r_ref,
                tg, vd);
+    }
+    if (do_bench[B_CHOL]) {
+        qsort(dgemm_gf, (size_t)n_dgemm, sizeof dgemm_gf[0], cmp_double);
+        double peak = n_dgemm % 2 ? dgemm_gf[n_dgemm / 2] : 0.5 * (dgemm_gf[n_dgemm / 2 - 1] + dgemm_gf[n_dgemm / 2]);
+        printf("\nCholesky efficiency (median GF/s over the median GF/s of one 2-thread OpenBLAS dgemm call, n=2048,\n"
+               "measured in each round beside them: %.1f GF/s):", peak);
+        for (int i = 0; i < NIMPL; i++)
+            if (enabled[i] && runs[B_CHOL][i]) printf(" %s %.2f", impl_label(B_CHOL, i), med[B_CHOL][i] / peak);
+        printf("\n");
+        for (int i = 0; i < NIMPL; i++)
+            if (enabled[i] && runs[B_CHOL][i])
+                printf("RESULT bench=cholesky efficiency impl=%s value=%.3f dgemm_2t_gflops=%.1f\n",
+                       impl_label(B_CHOL, i), med[B_CHOL][i] / peak, peak);
+        if (enabled[I_TA] && enabled[I_TANP])
+            printf("tensorasync Cholesky with/without priorities: %.1f / %.1f GF/s (%.2fx)\n", med[B_CHOL][I_TA],
+                   med[B_CHOL][I_TANP], med[B_CHOL][I_TA] / med[B_CHOL][I_TANP]);
     }
     if (do_bench[B_GEMM] && enabled[I_TAB]) {
         printf("\ntensorasync gemm restricted to the BLAS backend (ta_submit.backends = 1u << TA_BACKEND_BLAS: OpenBLAS,\n"

@@ -63,6 +63,8 @@ pub struct Submit<'a> {
     /// Inputs in another domain than the output are copied there first
     /// (otherwise they are an error; see [`crate::ops`] transfer notes).
     pub transfer: bool,
+    /// Rank among ready tasks: see [`Submit::with_priority`].
+    pub priority: i32,
 }
 
 impl<'a> Submit<'a> {
@@ -89,6 +91,26 @@ impl<'a> Submit<'a> {
     /// ```
     pub fn with_event(mut self) -> Self {
         self.event = true;
+        self
+    }
+    /// Run with this priority among ready tasks: when workers have a choice,
+    /// they take the highest-priority ready task first, and tasks of equal
+    /// priority in the order they became ready. A priority never overrides a
+    /// dependency: it orders only tasks that are ready (all their
+    /// predecessors on the epoch queues have finished). The default, 0,
+    /// keeps the order and cost of an operation submitted without one;
+    /// negative priorities run after the ready tasks of priority 0.
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
+    /// // On a critical path: run as soon as it is ready, ahead of other ready work.
+    /// ops::fill(&t, Scalar::real(1.0), Submit::on(&rt).with_priority(10)).unwrap();
+    /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.0; 4]);
+    /// ```
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
         self
     }
 }
@@ -337,8 +359,10 @@ fn enroll(
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
     let device = op.device();
     rt.inner().admit(origin)?;
-    #[allow(unused_mut)]
     let mut task = Task::new_op_in(memory, Some(rt.inner().task_ref()), op, completion, device);
+    if opts.priority != 0 {
+        Task::set_priority(&mut task, opts.priority);
+    }
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };

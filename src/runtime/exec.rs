@@ -39,7 +39,8 @@ pub(crate) fn schedule(task: Arc<Task>) {
 
 /// Run a ready task, then keep running one newly ready successor inline (a
 /// dependency chain stays on one worker with no queue round trip) and
-/// schedule the others.
+/// schedule the others. The one kept is the first of the highest priority,
+/// and only if no queued task has a higher one.
 pub(crate) fn run(task: Arc<Task>) {
     let mut next = Some(task);
     while let Some(t) = next.take() {
@@ -47,11 +48,16 @@ pub(crate) fn run(task: Arc<Task>) {
         drop(t);
         for s in ready {
             let here = s.runtime().is_none_or(|rt| rt.is_current_worker());
-            if next.is_none() && here {
-                next = Some(s);
+            if here && next.as_ref().is_none_or(|n| s.priority() > n.priority()) {
+                if let Some(n) = next.replace(s) {
+                    schedule(n);
+                }
             } else {
                 schedule(s);
             }
+        }
+        if next.as_ref().is_some_and(|n| n.runtime().is_some_and(|rt| rt.outranked(n))) {
+            schedule(next.take().expect("checked just above"));
         }
     }
 }

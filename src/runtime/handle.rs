@@ -109,6 +109,7 @@ impl Runtime {
                 pool,
                 threads,
                 ready: Injector::new(),
+                ranked: Default::default(),
                 run: exec::run,
                 drainers: CachePadded::new(AtomicUsize::new(0)),
                 idle_drainers: CachePadded::new(AtomicUsize::new(0)),

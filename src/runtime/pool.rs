@@ -10,8 +10,16 @@
 //! would cost more than a small task); a drainer that finds the queue empty
 //! spins briefly, then exits. See docs/perf-notes/runtime.md for the
 //! measurements behind the drainers' pacing.
+//!
+//! Tasks submitted with a priority (see `Submit::with_priority`) wait in a
+//! separate heap, `ranked`, instead: drainers take its positive entries
+//! before the injector's tasks and its negative ones after them. Without
+//! priorities the heap stays empty and costs one load of its (unwritten)
+//! count per look at the queues.
 
 use std::cell::RefCell;
+use std::cmp::Ordering as Rank;
+use std::collections::BinaryHeap;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -89,8 +97,10 @@ pub(crate) struct RuntimeInner {
     pub(crate) id: usize,
     pub(crate) pool: rayon::ThreadPool,
     pub(crate) threads: usize,
-    /// Ready tasks waiting for a drainer.
+    /// Ready tasks of priority 0 waiting for a drainer, in FIFO order.
     pub(crate) ready: Injector<Arc<Task>>,
+    /// Ready tasks of other priorities (see the module notes).
+    pub(crate) ranked: Ranked,
     /// Runs a task taken from `ready` (the executor, which sits above the pool).
     pub(crate) run: fn(Arc<Task>),
     /// Drainer jobs started and not yet exited.
@@ -182,7 +192,7 @@ impl RuntimeInner {
     /// The runtime's counters now.
     pub(crate) fn stats(&self) -> Stats {
         let (added, taken) = self.outstanding.totals();
-        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, self.ready.len())
+        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, self.queued())
     }
 
     /// Process-unique number of this runtime.
@@ -196,14 +206,58 @@ impl RuntimeInner {
     /// itself idle before it takes a task, so two tasks pushed back to back
     /// never both count on the same idle drainer.
     pub(crate) fn push(&self, task: Arc<Task>) {
-        self.ready.push(task);
+        if task.priority() == 0 {
+            self.ready.push(task);
+        } else {
+            self.ranked.push(task);
+        }
         // Pairs with the fences in `drain`: either a drainer that is leaving
         // sees this task, or we see that it left and start another.
         fence(Ordering::SeqCst);
         let active = self.drainers.load(Ordering::SeqCst);
-        if active == 0 || (active < self.threads && self.ready.len() > self.idle_drainers.load(Ordering::SeqCst)) {
+        if active == 0 || (active < self.threads && self.queued() > self.idle_drainers.load(Ordering::SeqCst)) {
             self.start_drainer(active);
         }
+    }
+
+    /// Ready tasks waiting in either queue.
+    fn queued(&self) -> usize {
+        self.ready.len() + self.ranked.len()
+    }
+
+    /// Whether no ready task waits.
+    #[inline(always)]
+    fn nothing_queued(&self) -> bool {
+        self.ranked.len() == 0 && self.ready.is_empty()
+    }
+
+    /// The next ready task to run: the highest priority first, and in the
+    /// order they were queued among equals.
+    #[inline(always)]
+    fn take(&self) -> Steal<Arc<Task>> {
+        if self.ranked.len() == 0 {
+            return self.ready.steal();
+        }
+        self.take_ranked()
+    }
+
+    #[inline(never)]
+    fn take_ranked(&self) -> Steal<Arc<Task>> {
+        if let Some(t) = self.ranked.pop_above(Some(0)) {
+            return Steal::Success(t);
+        }
+        match self.ready.steal() {
+            Steal::Empty => self.ranked.pop_above(None).map_or(Steal::Empty, Steal::Success),
+            s => s,
+        }
+    }
+
+    /// Whether a queued task should run before `task` (a successor that
+    /// the worker which made it ready would otherwise run next, in place).
+    #[inline(always)]
+    pub(crate) fn outranked(&self, task: &Task) -> bool {
+        let p = task.priority();
+        (self.ranked.len() != 0 && self.ranked.top().is_some_and(|top| top > p)) || (p < 0 && !self.ready.is_empty())
     }
 
     fn start_drainer(&self, seen: usize) {
@@ -244,13 +298,13 @@ impl RuntimeInner {
             // line between the cores once per task even while the drainer
             // worked through a backlog (`steal` itself reads the tail only
             // once it has caught up with the submitter's block of the queue).
-            if !idle || !self.ready.is_empty() {
+            if !idle || !self.nothing_queued() {
                 if idle {
                     self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                     idle = false;
                     busy_since = last_clock;
                 }
-                if let Steal::Success(t) = self.ready.steal() {
+                if let Steal::Success(t) = self.take() {
                     (self.run)(t);
                     taken += 1;
                     continue;
@@ -299,7 +353,7 @@ impl RuntimeInner {
                 self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                 self.drainers.fetch_sub(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
-                if self.ready.is_empty() {
+                if self.nothing_queued() {
                     return;
                 }
                 // A task arrived as we left: take the slot back if free.
@@ -353,7 +407,7 @@ impl RuntimeInner {
     /// Run one queued task or one piece of rayon work; false if there was none.
     pub(crate) fn help_once(&self) -> bool {
         loop {
-            match self.ready.steal() {
+            match self.take() {
                 Steal::Success(t) => {
                     let since = Instant::now();
                     (self.run)(t);
@@ -364,6 +418,75 @@ impl RuntimeInner {
                 Steal::Empty => return matches!(rayon::yield_now(), Some(rayon::Yield::Executed)),
             }
         }
+    }
+}
+
+/// Ready tasks with a priority other than 0: a max-heap on (priority,
+/// earliest queued), behind a lock, with its length readable without it.
+#[derive(Default)]
+pub(crate) struct Ranked {
+    /// Tasks in the heap; written only when priorities are in use.
+    len: CachePadded<AtomicUsize>,
+    heap: Mutex<RankedHeap>,
+}
+
+#[derive(Default)]
+struct RankedHeap {
+    /// Numbers the pushes, for FIFO order among equal priorities.
+    next: u64,
+    tasks: BinaryHeap<Entry>,
+}
+
+struct Entry {
+    priority: i32,
+    seq: u64,
+    task: Arc<Task>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Rank::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Rank> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Rank {
+        self.priority.cmp(&other.priority).then(other.seq.cmp(&self.seq))
+    }
+}
+
+impl Ranked {
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    fn push(&self, task: Arc<Task>) {
+        let mut h = self.heap.lock();
+        let seq = h.next;
+        h.next += 1;
+        h.tasks.push(Entry { priority: task.priority(), seq, task });
+        self.len.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The first task, if its priority is above `floor` (any, for `None`).
+    fn pop_above(&self, floor: Option<i32>) -> Option<Arc<Task>> {
+        let mut h = self.heap.lock();
+        let top = h.tasks.peek()?.priority;
+        if floor.is_some_and(|f| top <= f) {
+            return None;
+        }
+        self.len.fetch_sub(1, Ordering::SeqCst);
+        h.tasks.pop().map(|e| e.task)
+    }
+
+    /// The highest priority queued.
+    fn top(&self) -> Option<i32> {
+        self.heap.lock().tasks.peek().map(|e| e.priority)
     }
 }
 

@@ -78,6 +78,9 @@ pub(crate) struct Task {
     /// Unfinished predecessors, plus `GUARD` less the edges added so far
     /// while enrollment is in progress (see [`Task::release_guard`]).
     pending: AtomicU32,
+    /// Rank among ready tasks (see `Submit::priority`); 0 for most. Beside
+    /// `pending`, in what was padding: read by whoever made the task ready.
+    priority: i32,
 }
 
 /// The submission guard's weight in `pending`: more than any task can have
@@ -262,6 +265,7 @@ impl Task {
             #[cfg(not(ta_no_trace))]
             std::ptr::addr_of_mut!((*p).trace).write(None);
             std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(GUARD));
+            std::ptr::addr_of_mut!((*p).priority).write(0);
         }
         p
     }
@@ -283,6 +287,19 @@ impl Task {
         }
         #[cfg(ta_no_trace)]
         let _ = (task, trace);
+    }
+
+    /// Give a task no other thread holds yet its priority among ready tasks.
+    pub(crate) fn set_priority(task: &mut Arc<Task>, priority: i32) {
+        if let Some(t) = Arc::get_mut(task) {
+            t.priority = priority;
+        }
+    }
+
+    /// Its priority among ready tasks (0 unless submitted with one).
+    #[inline(always)]
+    pub(crate) fn priority(&self) -> i32 {
+        self.priority
     }
 
     /// Whether this is a device task.

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -983,6 +984,33 @@ void test_observability() {
 
 } // namespace
 
+// Priorities: one worker held by a gated kernel; what waited meanwhile runs
+// highest priority first, equal priorities (and none) in submission order.
+void test_priority() {
+    auto rt = ta::runtime::create(1);
+    gate g;
+    std::atomic<bool> started{false};
+    auto held = ta::tensor::zeros<double>({1});
+    ta::submit(ta::options().on(rt), [&g, &started](ta::view<double, 1>) { started = true; g.wait(); }, ta::inout(held));
+    while (!started.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::mutex mu;
+    std::vector<int> order;
+    const int32_t prio[] = {0, 5, -1, 5, 9, 0};
+    std::vector<ta::tensor> ts;
+    for (int i = 0; i < 6; i++) {
+        ts.push_back(ta::tensor::zeros<double>({1}));
+        ta::submit(ta::options().on(rt).priority(prio[i]),
+                   [i, &mu, &order](ta::view<double, 1>) {
+                       std::lock_guard<std::mutex> l(mu);
+                       order.push_back(i);
+                   },
+                   ta::inout(ts.back()));
+    }
+    g.open = true;
+    rt.wait_idle();
+    CHECK((order == std::vector<int>{4, 1, 3, 0, 5, 2}));
+}
+
 int main() {
     ta::runtime rt(2);
     ta::options o = ta::options().on(rt);
@@ -1009,5 +1037,6 @@ int main() {
     test_coroutine_mapping(rt);
 #endif
     test_observability();
+    test_priority();
     return finish("test_cpp");
 }

@@ -13,6 +13,8 @@ CDEF = r'''
 
 #define TA_SUBMIT_TRANSFER 1
 
+#define TA_SUBMIT_EXTENDED 2
+
 #define TA_DUMP_TEXT 0
 
 #define TA_DUMP_DOT 1
@@ -229,6 +231,15 @@ typedef struct ta_slice {
 } ta_slice;
 
 typedef uint32_t ta_backend;
+
+typedef struct ta_submit_ex {
+
+  uint32_t struct_size;
+
+  int32_t priority;
+
+  struct ta_submit submit;
+} ta_submit_ex;
 
 #define TA_STATUS_OK 0
 

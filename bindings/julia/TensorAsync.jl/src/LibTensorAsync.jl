@@ -242,6 +242,21 @@ end
 # Backend family, for `ta_submit.backends` (bit `1u << TA_BACKEND_x`).
 const ta_backend = UInt32
 
+# Submission options beyond `ta_submit`'s (a `ta_submit` cannot grow). Zero-initialise it, set
+# `struct_size` to `sizeof(ta_submit_ex)`, the options you want, and `TA_SUBMIT_EXTENDED` in
+# `submit.flags`; then pass `&ex.submit` wherever an operation takes a `const ta_submit *opts`:
+# ```c ta_submit_ex ex = {0}; ex.struct_size = sizeof(ta_submit_ex); ex.priority = 10;
+# ex.submit.flags = TA_SUBMIT_EXTENDED; ta_potrf(a, TA_UPLO_LOWER, &ex.submit, NULL, &err); ```
+# A `struct_size` smaller than this version's `sizeof(ta_submit_ex)` gives
+# `TA_STATUS_INVALID_ARGUMENT`; a larger one (a caller built against a later version) is
+# accepted when every byte beyond the fields this version knows is zero, and gives
+# `TA_STATUS_INVALID_ARGUMENT` otherwise. Later versions add fields only at the end.
+struct ta_submit_ex
+    struct_size::UInt32
+    priority::Int32
+    submit::ta_submit
+end
+
 # Version string of the library (equals ta_version() and Cargo.toml).
 const TA_VERSION_STRING = "0.1.0"
 # Host memory, for `ta_domain` arguments.
@@ -252,6 +267,10 @@ const TA_WAIT_FOREVER = -1
 # (by ordinary scheduled copies into temporaries), instead of failing with
 # `TA_STATUS_DOMAIN_MISMATCH`.
 const TA_SUBMIT_TRANSFER = 1
+# `ta_submit.flags`: this `ta_submit` is the `submit` member of a `ta_submit_ex`, whose other
+# fields the operation reads too. Set it only there: the library then reads the memory before
+# the `ta_submit`.
+const TA_SUBMIT_EXTENDED = 2
 # Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
 const TA_DUMP_TEXT = 0
 # Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished
