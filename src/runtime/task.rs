@@ -179,7 +179,7 @@ impl Task {
     /// for in exclusive state (see [`TaskMemory`]).
     #[inline(always)]
     pub(crate) fn reserve() -> TaskMemory {
-        let block = Arc::<Task>::new_uninit();
+        let block = Arc::new(std::mem::MaybeUninit::<Task>::uninit());
         // The lines after the first, which the Arc's counts have just been
         // written to (or mimalloc has just read the block's free-list link
         // from; asking for it again was slower).
