@@ -24,7 +24,8 @@
 //! - [`Runtime`]: worker pools; [`Error`] and [`Status`]: errors are values.
 //!
 //! `unsafe` is needed only to wrap foreign memory ([`Tensor::wrap`],
-//! [`ops::copy_in`], [`ops::copy_out`]).
+//! [`Tensor::from_host`], [`ops::copy_in`], [`ops::copy_out`],
+//! [`ops::OpName::borrowed`]).
 //!
 //! This crate knows nothing of C: the C ABI (`libtensorasync.so`) is a
 //! separate crate of the workspace, `capi/`, written against this API.
@@ -446,6 +447,7 @@ pub use ndarray_io::{copy_from_array, copy_from_slice};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::ops::enrollments::{record_enrollments, EnrollTrace, Recording};
     pub use crate::tensor::device;
     pub use crate::tensor::value::poisoned_values_for_tests;
     // The modules the kernel sources refer to, for the kernel benches that
