@@ -25,6 +25,10 @@ pub enum DType {
 
 impl DType {
     /// Every dtype.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::DType::ALL.len(), 12);
+    /// ```
     pub const ALL: &'static [DType] = &[
         DType::F32,
         DType::F64,
@@ -41,6 +45,12 @@ impl DType {
     ];
 
     /// The dtype with this numeric value, if any.
+    ///
+    /// ```
+    /// use tensorasync::DType;
+    /// assert_eq!(DType::from_u32(DType::F64 as u32), Some(DType::F64));
+    /// assert_eq!(DType::from_u32(99), None);
+    /// ```
     #[inline]
     pub fn from_u32(v: u32) -> Option<DType> {
         // A match, not a search of `ALL`: tensors store their dtype as this
@@ -63,6 +73,10 @@ impl DType {
     }
 
     /// Bytes per element.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::DType::C64.size(), 8);
+    /// ```
     pub fn size(self) -> usize {
         match self {
             DType::I8 | DType::U8 => 1,
@@ -74,6 +88,10 @@ impl DType {
     }
 
     /// Alignment of one element.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::DType::C128.align(), 8);
+    /// ```
     pub fn align(self) -> usize {
         match self {
             DType::C64 => 4,
@@ -83,16 +101,28 @@ impl DType {
     }
 
     /// Whether the dtype is complex (conjugation is then not the identity).
+    ///
+    /// ```
+    /// assert!(tensorasync::DType::C64.is_complex() && !tensorasync::DType::F64.is_complex());
+    /// ```
     pub fn is_complex(self) -> bool {
         matches!(self, DType::C64 | DType::C128)
     }
 
     /// Whether the dtype is a floating-point or complex type.
+    ///
+    /// ```
+    /// assert!(tensorasync::DType::C64.is_float() && !tensorasync::DType::I32.is_float());
+    /// ```
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::C64 | DType::C128)
     }
 
     /// Short lower-case name (`"f64"`, `"c128"`, ...).
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::DType::C128.name(), "c128");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -122,9 +152,18 @@ pub struct Scalar {
 }
 
 impl Scalar {
+    /// A real scalar.
+    /// ```
+    /// assert_eq!(tensorasync::Scalar::real(2.0).im, 0.0);
+    /// ```
     pub const fn real(re: f64) -> Self {
         Scalar { re, im: 0.0 }
     }
+    /// A complex scalar.
+    /// ```
+    /// let z = tensorasync::Scalar::complex(1.0, -1.0);
+    /// assert_eq!((z.re, z.im), (1.0, -1.0));
+    /// ```
     pub const fn complex(re: f64, im: f64) -> Self {
         Scalar { re, im }
     }
@@ -136,6 +175,12 @@ impl Scalar {
     }
 
     /// Check that this scalar is representable in `dtype` (submission-time check).
+    ///
+    /// ```
+    /// use tensorasync::{DType, Scalar};
+    /// assert!(Scalar::complex(1.0, 1.0).check_for(DType::C64, "example").is_ok());
+    /// assert!(Scalar::complex(1.0, 1.0).check_for(DType::F64, "example").is_err());
+    /// ```
     pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
         let ok = match dtype {
             DType::C64 | DType::C128 => true,
@@ -206,14 +251,29 @@ impl From<Scalar> for Imm {
 
 impl Imm {
     /// An exact signed 64-bit integer.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Imm};
+    /// assert!(Imm::int(-1).check_for(DType::I8, "example").is_ok());
+    /// ```
     pub fn int(v: i64) -> Imm {
         Imm { scalar: Scalar::real(v as f64), int: Some(ExactInt { bits: v as u64, signed: true }) }
     }
     /// An exact unsigned 64-bit integer.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Imm};
+    /// assert!(Imm::uint(256).check_for(DType::U8, "example").is_err());
+    /// ```
     pub fn uint(v: u64) -> Imm {
         Imm { scalar: Scalar::real(v as f64), int: Some(ExactInt { bits: v, signed: false }) }
     }
     /// The value as a scalar (nearest, for an exact integer).
+    ///
+    /// ```
+    /// use tensorasync::{Imm, Scalar};
+    /// assert_eq!(Imm::int(3).scalar(), Scalar::real(3.0));
+    /// ```
     pub fn scalar(self) -> Scalar {
         self.scalar
     }
@@ -223,6 +283,12 @@ impl Imm {
         self.int.map(|i| i.bits)
     }
     /// Check that the value is representable in `dtype`.
+    ///
+    /// ```
+    /// use tensorasync::{DType, Imm, Status};
+    /// let e = Imm::int(-1).check_for(DType::U32, "example").unwrap_err();
+    /// assert_eq!(e.status(), Status::InvalidArgument);
+    /// ```
     pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
         match self.int {
             None => self.scalar.check_for(dtype, origin),
@@ -249,15 +315,42 @@ impl Imm {
 pub trait Element: Copy + Send + Sync + 'static + PartialEq + std::fmt::Debug {
     const DTYPE: DType;
     /// Convert a checked scalar (see [`Scalar::check_for`]).
+    ///
+    /// ```
+    /// use tensorasync::{Element, Scalar};
+    /// assert_eq!(<i32 as Element>::from_scalar(Scalar::real(7.0)), 7);
+    /// ```
     fn from_scalar(s: Scalar) -> Self;
     /// Convert a checked immediate (see [`Imm::check_for`]).
+    ///
+    /// ```
+    /// use tensorasync::{Element, Imm};
+    /// assert_eq!(<u64 as Element>::from_imm(Imm::uint(u64::MAX)), u64::MAX);
+    /// ```
     fn from_imm(v: Imm) -> Self {
         Self::from_scalar(v.scalar)
     }
+    /// The additive identity.
+    /// ```
+    /// assert_eq!(<f32 as tensorasync::Element>::zero(), 0.0);
+    /// ```
     fn zero() -> Self;
+    /// The product (wrapping for integers).
+    /// ```
+    /// assert_eq!(tensorasync::Element::mul(3i64, 4), 12);
+    /// ```
     fn mul(self, other: Self) -> Self;
+    /// The sum (wrapping for integers).
+    /// ```
+    /// assert_eq!(tensorasync::Element::add(250u8, 10), 4);
+    /// ```
     fn add(self, other: Self) -> Self;
     /// Complex conjugate (identity for real types).
+    ///
+    /// ```
+    /// use num_complex::Complex32;
+    /// assert_eq!(tensorasync::Element::conj(Complex32::new(1.0, 2.0)), Complex32::new(1.0, -2.0));
+    /// ```
     fn conj(self) -> Self;
 }
 

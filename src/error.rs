@@ -86,6 +86,10 @@ pub enum Status {
 
 impl Status {
     /// Every status, in value order.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::Status::ALL[0], tensorasync::Status::Ok);
+    /// ```
     pub const ALL: &'static [Status] = &[
         Status::Ok,
         Status::Pending,
@@ -122,11 +126,21 @@ impl Status {
     ];
 
     /// The status with this numeric value, if any.
+    ///
+    /// ```
+    /// use tensorasync::Status;
+    /// assert_eq!(Status::from_u32(22), Some(Status::ShapeMismatch));
+    /// assert_eq!(Status::from_u32(3), None);
+    /// ```
     pub fn from_u32(v: u32) -> Option<Status> {
         Status::ALL.iter().copied().find(|s| *s as u32 == v)
     }
 
     /// A one-line description of the status.
+    ///
+    /// ```
+    /// assert_eq!(tensorasync::Status::Ok.description(), "success");
+    /// ```
     pub fn description(self) -> &'static str {
         match self {
             Status::Ok => "success",
@@ -210,11 +224,23 @@ impl Error {
     }
 
     /// A new error started by the operation `origin`.
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// let e = Error::new(Status::InvalidArgument, "mine", "bad input");
+    /// assert_eq!((e.status(), e.code()), (Status::InvalidArgument, 20));
+    /// ```
     pub fn new(status: Status, origin: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         Self::with_code(status, origin, message, status as i64)
     }
 
     /// A new error that also carries a raw code (for example a user kernel's return value).
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// let e = Error::with_code(Status::KernelFailed, "solver", "diverged", -3);
+    /// assert_eq!((e.status(), e.code()), (Status::KernelFailed, -3));
+    /// ```
     pub fn with_code(
         status: Status,
         origin: impl Into<Cow<'static, str>>,
@@ -225,34 +251,72 @@ impl Error {
     }
 
     /// The status code.
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// assert_eq!(Error::new(Status::Timeout, "w", "late").status(), Status::Timeout);
+    /// ```
     pub fn status(&self) -> Status {
         self.0.status
     }
     /// The raw code (the status value unless a kernel returned its own code).
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// assert_eq!(Error::new(Status::Timeout, "w", "late").code(), 2);
+    /// ```
     pub fn code(&self) -> i64 {
         self.0.code
     }
     /// The detailed message.
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// assert_eq!(Error::new(Status::Timeout, "w", "late").message(), "late");
+    /// ```
     pub fn message(&self) -> &str {
         &self.0.message
     }
     /// The name of the operation where the error started.
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// assert_eq!(Error::new(Status::Timeout, "w", "late").origin(), "w");
+    /// ```
     pub fn origin(&self) -> &str {
         &self.0.origin
     }
     /// Whether the origin is one of the library's own operation tags (a
     /// static name), not a name a caller gave (a user kernel's): the C layer
     /// renders the library's tags as the C functions' names.
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// assert!(Error::new(Status::Timeout, "fill", "late").origin_is_library());
+    /// assert!(!Error::new(Status::Timeout, String::from("user_kernel"), "late").origin_is_library());
+    /// ```
     pub fn origin_is_library(&self) -> bool {
         matches!(self.0.origin, Cow::Borrowed(_))
     }
     /// A new error with the same status, code and message, started by `origin`
     /// (for a check that a helper made on an operation's behalf).
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// let e = Error::new(Status::OutOfRange, "helper", "index 9").with_origin("caller");
+    /// assert_eq!((e.origin(), e.message()), ("caller", "index 9"));
+    /// ```
     pub fn with_origin(&self, origin: impl Into<Cow<'static, str>>) -> Error {
         Error::with_code(self.status(), origin, self.message(), self.code())
     }
     /// A new error with the same status, code and origin, and another message
     /// (the origin stays a library tag when it is one).
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// let e = Error::new(Status::OutOfRange, "slice", "index 9").with_message("index 9 of 4");
+    /// assert_eq!((e.origin(), e.message()), ("slice", "index 9 of 4"));
+    /// ```
     pub fn with_message(&self, message: impl Into<String>) -> Error {
         Error(Arc::new(ErrorInner {
             status: self.0.status,
@@ -262,6 +326,13 @@ impl Error {
         }))
     }
     /// Whether two errors are the same object (propagated rather than re-created).
+    ///
+    /// ```
+    /// use tensorasync::{Error, Status};
+    /// let e = Error::new(Status::Internal, "x", "m");
+    /// assert!(e.same_as(&e.clone()));
+    /// assert!(!e.same_as(&Error::new(Status::Internal, "x", "m")));
+    /// ```
     pub fn same_as(&self, other: &Error) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }

@@ -22,6 +22,8 @@ use crate::error::{Error, Status};
 pub enum Site {
     Task = 0,
     Event = 1,
+    // Made by the C crate's handle table (in `failpoints` builds).
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
     Handle = 2,
     Region = 3,
 }

@@ -31,6 +31,11 @@ pub struct Layout {
 
 impl Layout {
     /// A dense layout with the given order and offset 0.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert_eq!(Layout::contiguous(&[2, 3], Order::RowMajor).strides.as_slice(), &[3, 1]);
+    /// ```
     pub fn contiguous(extents: &[usize], order: Order) -> Layout {
         let mut strides: Strides = SmallVec::from_elem(0, extents.len());
         let mut step: isize = 1;
@@ -47,6 +52,12 @@ impl Layout {
 
     /// A layout from caller-supplied strides. Checks that the element count and
     /// every offset fit in `isize`.
+    ///
+    /// ```
+    /// use tensorasync::Layout;
+    /// assert!(Layout::strided(&[2, 2], &[-2, 1], 2, "example").is_ok());
+    /// assert!(Layout::strided(&[2], &[1, 1], 0, "example").is_err()); // ranks differ
+    /// ```
     pub fn strided(extents: &[usize], strides: &[isize], offset: isize, origin: &'static str) -> Result<Layout> {
         if extents.len() != strides.len() {
             return Err(Error::new(Status::InvalidArgument, origin, "extents and strides differ in rank"));
@@ -58,27 +69,53 @@ impl Layout {
     }
 
     /// Number of axes.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert_eq!(Layout::contiguous(&[2, 3, 4], Order::RowMajor).rank(), 3);
+    /// ```
     pub fn rank(&self) -> usize {
         self.extents.len()
     }
 
     /// Number of elements.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert_eq!(Layout::contiguous(&[2, 3], Order::RowMajor).len(), 6);
+    /// ```
     pub fn len(&self) -> usize {
         self.extents.iter().product()
     }
 
     /// Whether the layout has no elements.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert!(Layout::contiguous(&[2, 0], Order::RowMajor).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.extents.contains(&0)
     }
 
     /// Number of elements, or `None` on overflow.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert_eq!(Layout::contiguous(&[4, 5], Order::ColMajor).checked_len(), Some(20));
+    /// ```
     pub fn checked_len(&self) -> Option<usize> {
         self.extents.iter().try_fold(1usize, |a, &e| a.checked_mul(e))
     }
 
     /// Smallest and largest element offset touched (inclusive), or `None` when
     /// empty or on overflow.
+    ///
+    /// ```
+    /// use tensorasync::Layout;
+    /// let reversed = Layout::strided(&[3], &[-1], 2, "example").unwrap();
+    /// assert_eq!(reversed.checked_span(), Some((0, 2)));
+    /// ```
     pub fn checked_span(&self) -> Option<(isize, isize)> {
         if self.is_empty() {
             return None;
@@ -97,6 +134,11 @@ impl Layout {
 
     /// Elements from the lowest to the highest address the layout reaches
     /// (0 when empty), or `None` on overflow.
+    ///
+    /// ```
+    /// use tensorasync::Layout;
+    /// assert_eq!(Layout::strided(&[3], &[2], 0, "example").unwrap().footprint(), Some(5));
+    /// ```
     pub fn footprint(&self) -> Option<usize> {
         if self.is_empty() {
             return Some(0);
@@ -106,6 +148,12 @@ impl Layout {
     }
 
     /// Whether every element lies inside an allocation of `capacity` elements.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// let l = Layout::contiguous(&[2, 2], Order::RowMajor);
+    /// assert!(l.fits_in(4) && !l.fits_in(3));
+    /// ```
     pub fn fits_in(&self, capacity: usize) -> bool {
         match self.checked_span() {
             Some((lo, hi)) => lo >= 0 && (hi as usize) < capacity,
@@ -117,16 +165,32 @@ impl Layout {
     /// exact for layouts whose sorted strides nest (every dense, sliced or
     /// permuted layout) and conservative otherwise: it never calls an
     /// overlapping layout disjoint.
+    ///
+    /// ```
+    /// use tensorasync::Layout;
+    /// assert!(Layout::strided(&[2, 2], &[1, 2], 0, "example").unwrap().is_non_overlapping());
+    /// assert!(!Layout::strided(&[2, 2], &[1, 1], 0, "example").unwrap().is_non_overlapping());
+    /// ```
     pub fn is_non_overlapping(&self) -> bool {
         non_overlapping(&self.extents, &self.strides)
     }
 
     /// Whether this is the dense row-major layout of its extents.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert!(Layout::contiguous(&[2, 3], Order::RowMajor).is_row_major_contiguous());
+    /// ```
     pub fn is_row_major_contiguous(&self) -> bool {
         self.same_strides_as(&Layout::contiguous(&self.extents, Order::RowMajor))
     }
 
     /// Whether this is the dense column-major layout of its extents.
+    ///
+    /// ```
+    /// use tensorasync::{Layout, Order};
+    /// assert!(!Layout::contiguous(&[2, 3], Order::RowMajor).is_col_major_contiguous());
+    /// ```
     pub fn is_col_major_contiguous(&self) -> bool {
         self.same_strides_as(&Layout::contiguous(&self.extents, Order::ColMajor))
     }

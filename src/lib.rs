@@ -24,7 +24,8 @@
 //! - [`Runtime`]: worker pools; [`Error`] and [`Status`]: errors are values.
 //!
 //! `unsafe` is needed only to wrap foreign memory ([`Tensor::wrap`],
-//! [`ops::copy_in`], [`ops::copy_out`]).
+//! [`Tensor::from_host`], [`ops::copy_in`], [`ops::copy_out`],
+//! [`ops::OpName::borrowed`]).
 //!
 //! This crate knows nothing of C: the C ABI (`libtensorasync.so`) is a
 //! separate crate of the workspace, `capi/`, written against this API.
@@ -46,19 +47,15 @@ compile_error!("tensorasync supports 64-bit targets only (handles are 64-bit val
 // for a program (the C crate) that installs it as its global allocator.
 pub mod allocator;
 mod backends;
-// Public for the integration tests of the simulated and real devices; the
-// API's device items are the re-exports below.
-#[doc(hidden)]
-pub use tensor::device;
 mod dispatch;
 mod domain;
-// `dtype`, `error` and `layout` are public for the kernel benches, which
-// compile the kernel sources on top of them; their API items are re-exported.
-#[doc(hidden)]
-pub mod dtype;
-#[doc(hidden)]
-pub mod error;
-// Public for tests/failpoints.rs.
+mod dtype;
+mod error;
+// Public only in builds with the test-only feature `failpoints`, for the C
+// crate's failpoint tests: unstable, not part of the API.
+#[cfg(not(feature = "failpoints"))]
+mod failpoint;
+#[cfg(feature = "failpoints")]
 #[doc(hidden)]
 pub mod failpoint;
 mod first_and_rest;
@@ -66,8 +63,7 @@ mod future;
 mod hazard_index;
 mod host;
 mod kernels;
-#[doc(hidden)]
-pub mod layout;
+mod layout;
 mod ndarray_io;
 mod ndview;
 mod op_name;
@@ -445,9 +441,24 @@ pub use host::{Acquire, ReadGuard, WriteGuard};
 pub use ndarray;
 pub use ndarray_io::{copy_from_array, copy_from_slice};
 
-/// Hooks for the crate's own integration tests that must run in a process
-/// of their own (a process-wide counter); not part of the API.
+/// The internals the crate's own integration tests and benches reach into
+/// (feature `internals`, which the crate's dev-dependency on itself turns on
+/// in test and bench builds): unstable, not part of the API.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
-pub mod test_hooks {
+pub mod internals {
+    pub use crate::ops::enrollments::{record_enrollments, EnrollTrace, Recording};
+    pub use crate::tensor::device;
     pub use crate::tensor::value::poisoned_values_for_tests;
+    // The modules the kernel sources refer to, for the kernel benches that
+    // compile those sources into themselves.
+    pub mod dtype {
+        pub use crate::dtype::*;
+    }
+    pub mod error {
+        pub use crate::error::*;
+    }
+    pub mod layout {
+        pub use crate::layout::*;
+    }
 }

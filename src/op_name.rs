@@ -17,7 +17,11 @@ use std::sync::Arc;
 /// assert_eq!(ev.wait(None).unwrap_err().origin(), "solver_step_7");
 /// ```
 #[derive(Clone, Debug)]
-pub enum OpName {
+pub struct OpName(Repr);
+
+// Private: a borrowed name is made only through the unsafe `borrowed`.
+#[derive(Clone, Debug)]
+enum Repr {
     Static(&'static str),
     Shared(Arc<str>),
     /// Bytes the submitter keeps valid until the operation completes.
@@ -32,7 +36,9 @@ pub enum OpName {
 unsafe impl Send for OpName {}
 
 impl OpName {
-    /// A name borrowed from the submitter.
+    /// A name in foreign memory (a C caller's string), borrowed rather than
+    /// copied at each submission; Rust callers name operations with a
+    /// `&'static str` or a `String`.
     ///
     /// # Safety
     /// `ptr..ptr+len` must stay valid, unmodified UTF-8 (invalid bytes are
@@ -46,7 +52,7 @@ impl OpName {
     /// assert_eq!(n.to_origin(), "from_c");
     /// ```
     pub unsafe fn borrowed(ptr: *const u8, len: usize) -> OpName {
-        OpName::Borrowed { ptr, len }
+        OpName(Repr::Borrowed { ptr, len })
     }
 
     /// The name, copied out where it is borrowed (used when creating errors).
@@ -57,10 +63,10 @@ impl OpName {
     /// assert_eq!(OpName::from(String::from("mine")).to_origin(), "mine");
     /// ```
     pub fn to_origin(&self) -> Cow<'static, str> {
-        match self {
-            OpName::Static(s) => Cow::Borrowed(s),
-            OpName::Shared(s) => Cow::Owned(s.to_string()),
-            OpName::Borrowed { ptr, len } => {
+        match &self.0 {
+            Repr::Static(s) => Cow::Borrowed(s),
+            Repr::Shared(s) => Cow::Owned(s.to_string()),
+            Repr::Borrowed { ptr, len } => {
                 // SAFETY: valid until completion by the contract of `borrowed`,
                 // and errors are created before completion.
                 let bytes = unsafe { std::slice::from_raw_parts(*ptr, *len) };
@@ -72,21 +78,21 @@ impl OpName {
 
 impl From<&'static str> for OpName {
     fn from(s: &'static str) -> Self {
-        OpName::Static(s)
+        OpName(Repr::Static(s))
     }
 }
 
 impl From<String> for OpName {
     fn from(s: String) -> Self {
-        OpName::Shared(s.into())
+        OpName(Repr::Shared(s.into()))
     }
 }
 
 impl From<Cow<'static, str>> for OpName {
     fn from(s: Cow<'static, str>) -> Self {
         match s {
-            Cow::Borrowed(s) => OpName::Static(s),
-            Cow::Owned(s) => OpName::Shared(s.into()),
+            Cow::Borrowed(s) => OpName(Repr::Static(s)),
+            Cow::Owned(s) => OpName(Repr::Shared(s.into())),
         }
     }
 }

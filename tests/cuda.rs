@@ -19,7 +19,8 @@ use common::numeric::*;
 use common::{read_f64, LONG};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tensorasync::device::sim::{self, SimControl, SimOpKind};
+use tensorasync::internals::device;
+use tensorasync::internals::device::sim::{self, SimControl, SimOpKind};
 use tensorasync::*;
 
 const D0: Domain = Domain::Cuda(0);

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use num_complex::{Complex32, Complex64};
-use tensorasync::device::{self, DevPtr, Device, GemmArgs, Marker, Place, StreamId, Trans};
+use tensorasync::internals::device::{self, DevPtr, Device, GemmArgs, Marker, Place, StreamId, Trans};
 use tensorasync::{DType, Scalar, Status};
 
 // ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ use std::sync::{Barrier, Mutex};
 use common::LONG;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tensorasync::ops::EnrollTrace;
+use tensorasync::internals::{record_enrollments, EnrollTrace};
 use tensorasync::*;
 
 /// Queue positions, each with the (thread, op) that landed there.
@@ -256,8 +256,8 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
                 let h = |v: &V| &views[&(v.0, v.1)];
                 barrier.wait();
                 for (i, op) in ops.iter().enumerate() {
-                    let mut trace = EnrollTrace::new();
-                    let opts = Submit { runtime: Some(rt), trace: Some(&mut trace), ..Default::default() };
+                    let recording = record_enrollments();
+                    let opts = Submit { runtime: Some(rt), ..Default::default() };
                     let r = match op {
                         Op::Fill(v, x) => ops::fill(h(v), Scalar::real(*x), opts),
                         Op::Scale(v, a) => ops::scale(h(v), Scalar::real(*a), opts),
@@ -290,6 +290,7 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
                         }
                     };
                     r.unwrap_or_else(|e| panic!("every generated operation is valid at submission: {op:?}: {e}"));
+                    let trace = recording.finish();
                     traces.lock().unwrap().insert((th, i), trace);
                 }
             });
@@ -740,8 +741,8 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                 s.spawn(move || {
                     barrier.wait();
                     for (i, op) in ops_.iter().enumerate() {
-                        let mut trace = EnrollTrace::new();
-                        let opts = Submit { runtime: Some(rt), trace: Some(&mut trace), ..Default::default() };
+                        let recording = record_enrollments();
+                        let opts = Submit { runtime: Some(rt), ..Default::default() };
                         let h = |b: &B| &handles[b];
                         let r = match op {
                             BOp::Fill(b, x) => ops::fill(h(b), Scalar::real(*x), opts),
@@ -764,6 +765,7 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                             }
                         };
                         r.unwrap_or_else(|e| panic!("valid at submission: {op:?}: {e}"));
+                        let trace = recording.finish();
                         traces.lock().unwrap().insert((th, i), trace);
                     }
                 });

@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use tensorasync::ops::EnrollTrace;
+use tensorasync::internals::record_enrollments;
 use tensorasync::*;
 
 /// Queue positions, each with the (thread, op) that landed there.
@@ -161,9 +161,10 @@ fn order_equals_submission_order_with_4_submitting_threads() {
                         unsafe { *p64(&c.views()[0]) = 3.0 * *p64(&c.views()[0]) + (th + 1) as f64 };
                         log.lock().unwrap().push((th, i));
                     });
-                    let mut trace = EnrollTrace::new();
-                    let opts = Submit { runtime: Some(rt), trace: Some(&mut trace), ..Default::default() };
+                    let recording = record_enrollments();
+                    let opts = Submit { runtime: Some(rt), ..Default::default() };
                     ops::kernel("append", &[(shared, Mode::Update)], k, opts).unwrap();
+                    let trace = recording.finish();
                     traces.lock().unwrap().push((trace[0].1, (th, i)));
                 }
             });

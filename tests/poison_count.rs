@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use tensorasync::test_hooks::poisoned_values_for_tests as count;
+use tensorasync::internals::poisoned_values_for_tests as count;
 use tensorasync::*;
 
 fn failing(msg: &'static str) -> KernelFn {

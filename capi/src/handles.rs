@@ -21,7 +21,6 @@ use std::sync::OnceLock;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::first_and_rest::FirstAndRest;
-use ta::failpoint::{self, Site};
 use ta::Error;
 use ta::Status;
 use ta::Tensor;
@@ -142,9 +141,22 @@ fn encode(kind: Kind, gen: u32, shard: usize, slot: usize) -> Option<u64> {
     Some((kind as u64) << 56 | (gen as u64) << 32 | index as u64)
 }
 
+/// Whether this handle allocation fails: the test-only allocation failpoint
+/// of the core (feature `failpoints`); never in a normal build.
+#[cfg(feature = "failpoints")]
+fn handle_fails() -> bool {
+    ta::failpoint::hit(ta::failpoint::Site::Handle)
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+fn handle_fails() -> bool {
+    false
+}
+
 /// Store `obj` and return its handle (`None` only if the table is full).
 pub(crate) fn insert(obj: Object) -> Option<u64> {
-    if failpoint::hit(Site::Handle) {
+    if handle_fails() {
         return None;
     }
     let kind = obj.kind();
@@ -180,7 +192,7 @@ pub(crate) struct Reserved {
 /// table is full. Takes the calling thread's shard's write lock, so never
 /// while this thread holds [`Borrows`].
 pub(crate) fn reserve() -> Option<Reserved> {
-    if failpoint::hit(Site::Handle) {
+    if handle_fails() {
         return None;
     }
     let shard = HOME.with(|h| h.get());

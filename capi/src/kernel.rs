@@ -135,7 +135,7 @@ pub extern "C" fn ta_kernel_submit(
                 operands.push((t, m));
             }
             let name = if name.is_null() {
-                OpName::Static("kernel")
+                OpName::from("kernel")
             } else {
                 // SAFETY: a non-NULL name is a NUL-terminated string that the C
                 // contract keeps valid until the operation completes.

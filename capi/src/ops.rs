@@ -103,7 +103,6 @@ impl<R: RuntimeRef> Opts<R> {
             callback: self.callback.take(),
             cq: self.cq.as_ref().map(|(q, t)| (q, *t)),
             selector: self.selector,
-            trace: None,
             transfer: self.transfer,
             priority: self.priority,
         }

@@ -76,14 +76,14 @@ pub extern "C" fn ta_external_submit(
                 operands.push((t, m));
             }
             let name = if name.is_null() {
-                OpName::Static("external")
+                OpName::from("external")
             } else {
                 // SAFETY: a non-NULL name is a NUL-terminated string that the C
                 // contract keeps valid until the operation completes.
                 unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
             };
             submit_in(b, O, options, !event_out.is_null(), |s| {
-                let (t, ev) = ta::ops::external_in(name, O, &operands, s)?;
+                let (t, ev) = ta::ops::external(name, &operands, s)?;
                 token = Some(Arc::new(t));
                 Ok(ev)
             })
@@ -116,7 +116,7 @@ pub extern "C" fn ta_token_views(
     guard(O, std::ptr::null_mut(), || {
         need(count_out, O, "count_out")?;
         let t = super::arg(token, O, "token")?;
-        let views = t.views_in(O)?;
+        let views = t.views()?;
         if cap < views.len() {
             put(count_out, views.len());
             return Err(Error::new(
@@ -161,6 +161,10 @@ pub extern "C" fn ta_token_finish(token: *mut ta_token, status: ta_status, messa
             Some(unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
         };
         let t = super::take(token, O, "token")?;
-        t.finish_code(status, msg, O)
+        match status {
+            super::TA_STATUS_OK => t.finish_shared(Status::Ok, msg),
+            super::TA_STATUS_CANCELLED => t.finish_shared(Status::Cancelled, msg),
+            code => t.fail_shared(ta::KernelFailure { code: code.into(), message: msg }),
+        }
     })
 }

@@ -160,7 +160,7 @@ mod tests {
     fn a_decline_falls_through_and_all_declines_name_every_backend() {
         let (a, b, c) = (fake("first", true), fake("second", false), fake("third", false));
         let list: [&dyn Backend; 3] = [&a, &b, &c];
-        let name = OpName::Static("gemm");
+        let name = OpName::from("gemm");
         walk_list(&list, 0b111, &KernelOp::Copy, &[], &name, &mut RunCtx::default()).unwrap();
         assert_eq!(b.ran.load(std::sync::atomic::Ordering::SeqCst), 1, "the second backend ran");
         assert_eq!(c.ran.load(std::sync::atomic::Ordering::SeqCst), 0, "the walk stopped at the first acceptance");

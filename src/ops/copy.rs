@@ -56,6 +56,9 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
 /// Copy host memory into `dst`. `src` describes the host elements (any
 /// strides, negative ones included; offsets relative to `ptr`). An unconstructed `dst` is constructed
 /// (dense row-major, `src`'s extents); a constructed one must have `src`'s extents.
+/// For foreign memory, which must outlive an asynchronous operation (a
+/// lifetime no borrow can state); Rust data goes through the safe
+/// [`crate::copy_from_slice`] and [`crate::copy_from_array`].
 ///
 /// # Safety
 /// Every element `src` addresses at `ptr` must stay readable, and unmodified,
@@ -100,6 +103,8 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
 /// `strides` place the others (`None`: dense row-major in `src`'s extents),
 /// and `capacity` bounds the footprint: the elements from the lowest to the
 /// highest address written (which lie below `ptr` for negative strides).
+/// For foreign memory, as [`copy_in`]; Rust callers use the safe
+/// [`Tensor::copy_to_slice`] or [`Tensor::to_array`].
 ///
 /// # Safety
 /// `ptr` must stay writable for `capacity` elements, and untouched by the

@@ -92,7 +92,7 @@ impl crate::tensor::handle::Tensor {
     /// ```
     pub fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
         let (token, _) =
-            super::external_inner(super::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;
+            super::external_inner(super::OpName::from(origin), origin, &[(self, mode)], Default::default())?;
         Ok(HostAccess::new(token))
     }
 }

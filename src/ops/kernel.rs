@@ -420,27 +420,28 @@ pub fn external(
     operands: &[(&Tensor, Mode)],
     opts: Submit<'_>,
 ) -> Result<(crate::runtime::Token, Option<Event>)> {
-    external_in(name, "external_submit", operands, opts)
+    let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
+    Ok((crate::runtime::Token::from_inner(t), ev))
 }
 
-/// [`external`], with `origin` naming the caller in the errors this call
-/// makes (the C library passes its function's name).
-///
-/// ```
-/// use tensorasync::{ops, Mode, Order, Submit, Tensor};
-/// let t = Tensor::from_slice(&[2], Order::RowMajor, &[1.0f64, 2.0]).unwrap();
-/// // A conj view is read-only: writing it is rejected, in the caller's name.
-/// let e = ops::external_in("io", "my_submit", &[(&t.conj().unwrap(), Mode::Write)], Submit::default()).unwrap_err();
-/// assert_eq!(e.origin(), "my_submit");
-/// ```
-pub fn external_in(
-    name: impl Into<OpName>,
-    origin: &'static str,
-    operands: &[(&Tensor, Mode)],
-    opts: Submit<'_>,
-) -> Result<(crate::runtime::Token, Option<Event>)> {
-    let (t, ev) = external_inner(name, origin, operands, opts)?;
-    Ok((crate::runtime::Token::from_inner(t), ev))
+// Finishing a token as a kernel's failure finishes its operation.
+impl crate::runtime::Token {
+    /// Fail the operation as a kernel's `failure` does: its outputs are
+    /// poisoned with `KernelFailed` carrying the failure's code, and its
+    /// message (or one naming the code). Through a shared token, as
+    /// [`finish_shared`](Self::finish_shared).
+    ///
+    /// ```
+    /// use tensorasync::{ops, KernelFailure, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// token.fail_shared(KernelFailure { code: 3, message: None }).unwrap();
+    /// let e = ev.unwrap().wait(None).unwrap_err();
+    /// assert_eq!((e.status(), e.code()), (Status::KernelFailed, 3));
+    /// ```
+    pub fn fail_shared(&self, failure: KernelFailure) -> Result<()> {
+        self.finish_failure(failure.code, failure.message)
+    }
 }
 
 pub(crate) fn external_inner(

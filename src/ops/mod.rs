@@ -38,11 +38,13 @@ pub use crate::resolved::ResolvedView;
 pub use copy::{copy, copy_in, copy_out};
 pub use elementwise::{axpy, fill, scale};
 pub(crate) use kernel::external_inner;
-pub use kernel::{external, external_in, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
+pub use kernel::{external, kernel, Kernel, KernelCall, KernelFailure, KernelFn, KernelResult};
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
-pub use submit::{EnrollTrace, Submit};
+#[cfg(feature = "internals")]
+pub(crate) use submit::enrollments;
+pub use submit::Submit;
 
 /// One operand of a submitted operation. Where its elements are is fixed at
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared

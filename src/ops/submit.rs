@@ -28,23 +28,6 @@ use crate::region::Region;
 use crate::tensor::handle::Tensor;
 use crate::tensor::value::{Contents, StateGuard, Value, ValueState};
 
-/// Where each enrolled access landed: `(value id, position in its queue)`.
-/// Sorting operations by these positions per value recovers the order the
-/// runtime guarantees; tests use it to replay a concurrent program sequentially.
-///
-/// ```
-/// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
-/// use tensorasync::ops::EnrollTrace;
-/// let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Default::default()).unwrap();
-/// let (mut first, mut second) = (EnrollTrace::new(), EnrollTrace::new());
-/// ops::fill(&t, Scalar::real(1.0), Submit { trace: Some(&mut first), ..Default::default() }).unwrap();
-/// ops::scale(&t, Scalar::real(2.0), Submit { trace: Some(&mut second), ..Default::default() }).unwrap();
-/// assert_eq!((first[0].0, second[0].0), (t.value_id(), t.value_id()));
-/// assert!(first[0].1 < second[0].1); // the fill is ordered first
-/// assert_eq!(t.to_vec::<f64>().unwrap(), vec![2.0, 2.0]);
-/// ```
-pub type EnrollTrace = SmallVec<[(usize, u64); 3]>;
-
 /// How to submit an operation and report its completion.
 #[derive(Default)]
 pub struct Submit<'a> {
@@ -58,8 +41,6 @@ pub struct Submit<'a> {
     pub cq: Option<(&'a CompletionQueue, u64)>,
     /// Which backends may run a dispatched operation.
     pub selector: Selector,
-    /// Receives the queue positions of the enrolled accesses.
-    pub trace: Option<&'a mut EnrollTrace>,
     /// Inputs in another domain than the output are copied there first
     /// (otherwise they are an error; see [`crate::ops`] transfer notes).
     pub transfer: bool,
@@ -431,7 +412,6 @@ fn enroll(
     // of its queues: stamps of conflicting operations follow their order.
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
     op.stamp = stamp;
-    let mut trace = opts.trace;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
         if let Some(t) = task.trace() {
@@ -443,9 +423,8 @@ fn enroll(
             .expect("every record's lock is taken")
             .queue
             .enroll(&task, h.mode, h.region, stamp, on_device);
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.push((Arc::as_ptr(h.value) as usize, stamp));
-        }
+        #[cfg(feature = "internals")]
+        enrollments::record(Arc::as_ptr(h.value) as usize, stamp);
     }
     drop(locked);
     if let Some(t) = task.trace() {
@@ -459,4 +438,51 @@ fn enroll(
         exec::schedule(task);
     }
     Ok(event)
+}
+
+/// Where the accesses enrolled on this thread land, for the crate's
+/// integration tests (feature `internals`).
+#[cfg(feature = "internals")]
+pub mod enrollments {
+    use std::cell::RefCell;
+
+    /// Where each enrolled access landed: `(value id, position in its
+    /// queue)`. Sorting operations by these positions per value recovers the
+    /// order the runtime guarantees; tests use it to replay a concurrent
+    /// program sequentially.
+    pub type EnrollTrace = smallvec::SmallVec<[(usize, u64); 3]>;
+
+    thread_local! {
+        static RECORDING: RefCell<Option<EnrollTrace>> = const { RefCell::new(None) };
+    }
+
+    /// Records the accesses enrolled on this thread until [`Recording::finish`].
+    pub struct Recording(());
+
+    /// Start recording the accesses that submissions on this thread enroll.
+    pub fn record_enrollments() -> Recording {
+        RECORDING.with(|r| *r.borrow_mut() = Some(EnrollTrace::new()));
+        Recording(())
+    }
+
+    impl Recording {
+        /// Stop recording; what was enrolled meanwhile.
+        pub fn finish(self) -> EnrollTrace {
+            RECORDING.with(|r| r.borrow_mut().take()).unwrap_or_default()
+        }
+    }
+
+    impl Drop for Recording {
+        fn drop(&mut self) {
+            RECORDING.with(|r| *r.borrow_mut() = None);
+        }
+    }
+
+    pub(crate) fn record(value: usize, stamp: u64) {
+        RECORDING.with(|r| {
+            if let Some(t) = r.borrow_mut().as_mut() {
+                t.push((value, stamp));
+            }
+        });
+    }
 }

@@ -69,7 +69,9 @@ impl Tensor {
     }
 
     /// A tensor holding a copy of host memory described by `src` (any strides),
-    /// stored densely in `order`. The copy is made before this returns.
+    /// stored densely in `order`. The copy is made before this returns. For
+    /// foreign memory; Rust data goes through the safe [`Tensor::from_slice`]
+    /// and [`Tensor::from_array`].
     ///
     /// # Safety
     /// Every element `src` addresses must be readable at `ptr` (offsets in

@@ -42,8 +42,7 @@ pub(crate) fn cancel_parked(rt: &RuntimeInner) {
         let task = task.downcast::<Task>().expect("a token parks a task");
         schedule_all(exec::conclude_parked(
             &task,
-            Finish::Fail {
-                status: Status::Cancelled as u32,
+            Finish::Cancel {
                 message: Some("the runtime was shut down with cancel before the operation was finished".into()),
             },
         ));
@@ -116,77 +115,63 @@ impl Token {
     /// ```
     pub fn finish(mut self, status: Status, message: Option<String>) -> Result<()> {
         let inner = self.inner.take().expect("present until finished");
-        finish_status(&inner, status as u32, message, "token_finish")
+        finish_with(&inner, finish_of(status, message))
     }
 
-    /// [`views`](Self::views), with `origin` naming the caller in the errors
-    /// this call makes (the C library passes its function's name).
+    /// [`finish`](Self::finish) through a shared token (one in an `Arc`, say),
+    /// so that any of its holders may finish it: the first finish decides, a
+    /// later one changes nothing and is `DoubleFree`, and dropping the token
+    /// afterwards changes nothing either. The operands' storage is kept until
+    /// the token is dropped.
     ///
     /// ```
     /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (first, _) = ops::external("first", &[(&t, Mode::Update)], Submit::default()).unwrap();
-    /// let (second, _) = ops::external("second", &[(&t, Mode::Update)], Submit::default()).unwrap();
-    /// let e = second.views_in("my_views").unwrap_err(); // not granted yet
-    /// assert_eq!((e.status(), e.origin()), (Status::Pending, "my_views"));
-    /// first.finish(Status::Ok, None).unwrap();
-    /// second.finish(Status::Ok, None).unwrap();
+    /// let (token, _) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
+    /// let token = std::sync::Arc::new(token);
+    /// token.finish_shared(Status::Ok, None).unwrap();
+    /// assert_eq!(token.finish_shared(Status::Cancelled, None).unwrap_err().status(), Status::DoubleFree);
+    /// t.wait(None).unwrap();
     /// ```
-    pub fn views_in(&self, origin: &'static str) -> Result<&[GrantedView]> {
-        self.inner().views(origin)
+    pub fn finish_shared(&self, status: Status, message: Option<String>) -> Result<()> {
+        finish_with(self.inner(), finish_of(status, message))
     }
 
-    /// Complete the operation with a kernel's status code: 0 is success, the
-    /// value of `Status::Cancelled` cancels, any other fails the operation
-    /// with `KernelFailed` carrying `code` (as a `KernelFailure`
-    /// does). Through a shared token: a second finish, or dropping the token
-    /// afterwards, changes nothing (`DoubleFree` for the second finish).
-    /// `origin` names the caller in the errors this call makes.
-    ///
-    /// ```
-    /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
-    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
-    /// token.finish_code(3, None, "my_finish").unwrap();
-    /// assert_eq!(ev.unwrap().wait(None).unwrap_err().status(), Status::KernelFailed);
-    /// let again = token.finish_code(0, None, "my_finish").unwrap_err();
-    /// assert_eq!((again.status(), again.origin()), (Status::DoubleFree, "my_finish"));
-    /// ```
-    pub fn finish_code(&self, code: u32, message: Option<String>, origin: &'static str) -> Result<()> {
-        finish_status(self.inner(), code, message, origin)
+    /// Fail with `KernelFailed` carrying `code` (see `Token::fail_shared`).
+    pub(crate) fn finish_failure(&self, code: i64, message: Option<String>) -> Result<()> {
+        finish_with(self.inner(), Finish::Fail { code, message })
     }
 }
 
-/// Finish `token` with a C-style status; the error for a token that a
-/// shutdown with cancel completed already.
-pub(crate) fn finish_status(
-    token: &TokenInner,
-    status: u32,
-    message: Option<String>,
-    origin: &'static str,
-) -> Result<()> {
-    let f = if status == Status::Ok as u32 { Finish::Ok } else { Finish::Fail { status, message } };
+/// How finishing with `status` concludes the operation.
+fn finish_of(status: Status, message: Option<String>) -> Finish {
+    match status {
+        Status::Ok => Finish::Ok,
+        Status::Cancelled => Finish::Cancel { message },
+        s => Finish::Fail { code: s as i64, message },
+    }
+}
+
+/// Finish `token` with `f`; the error for a token that a shutdown with
+/// cancel completed already, or that was finished before.
+fn finish_with(token: &TokenInner, f: Finish) -> Result<()> {
+    const ORIGIN: &str = "token_finish";
     match finish(token, f) {
         Finished::Now | Finished::FailedBefore => Ok(()),
         Finished::Cancelled => Err(Error::new(
             Status::AlreadyFinished,
-            origin,
+            ORIGIN,
             "the runtime was shut down with cancel, which completed the operation as cancelled already",
         )),
-        Finished::Twice => Err(Error::new(Status::DoubleFree, origin, "the token was finished already")),
+        Finished::Twice => Err(Error::new(Status::DoubleFree, ORIGIN, "the token was finished already")),
     }
 }
 
 impl Drop for Token {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            let _ = finish(
-                &inner,
-                Finish::Fail {
-                    status: Status::Cancelled as u32,
-                    message: Some("the token was dropped without being finished".into()),
-                },
-            );
+            let _ =
+                finish(&inner, Finish::Cancel { message: Some("the token was dropped without being finished".into()) });
         }
     }
 }

@@ -171,7 +171,7 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: Finish) -> ReadyList {
     let (result, commit) = match f {
         Finish::Ok => (Ok(()), true),
         Finish::Abandon => (Ok(()), false),
-        Finish::Fail { status, message } if status == Status::Cancelled as u32 => (
+        Finish::Cancel { message } => (
             Err(Error::new(
                 Status::Cancelled,
                 origin,
@@ -179,9 +179,9 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: Finish) -> ReadyList {
             )),
             true,
         ),
-        Finish::Fail { status, message } => {
-            let msg = message.unwrap_or_else(|| format!("the operation was finished with status {status}"));
-            (Err(Error::with_code(Status::KernelFailed, origin, msg, status as i64)), true)
+        Finish::Fail { code, message } => {
+            let msg = message.unwrap_or_else(|| format!("the operation was finished with status {code}"));
+            (Err(Error::with_code(Status::KernelFailed, origin, msg, code)), true)
         }
     };
     conclude(task, slot, result, commit)

@@ -29,9 +29,10 @@ pub(crate) type Parked = Arc<dyn Any + Send + Sync>;
 pub(crate) enum Finish {
     /// It succeeded: commit as a success (an overwrite cleans what it covers).
     Ok,
-    /// It failed: outputs are poisoned with `KernelFailed` (code `status`),
-    /// or with `Cancelled` if `status` is `Cancelled`.
-    Fail { status: u32, message: Option<String> },
+    /// It failed: outputs are poisoned with `KernelFailed` carrying `code`.
+    Fail { code: i64, message: Option<String> },
+    /// It was cancelled: outputs are poisoned with `Cancelled`.
+    Cancel { message: Option<String> },
     /// Nothing was done (a host access that was given up before it was
     /// granted): release the accesses, commit nothing.
     Abandon,
@@ -209,11 +210,11 @@ pub(crate) fn park<T: Any + Send + Sync>(
                 *s = State::Parked(task.clone() as Parked);
                 None
             } else {
-                Some(Finish::Fail { status: Status::Cancelled as u32, message: None })
+                Some(Finish::Cancel { message: None })
             }
         }
     };
-    let cancelled = matches!(&f, Some(Finish::Fail { status, .. }) if *status == Status::Cancelled as u32);
+    let cancelled = matches!(&f, Some(Finish::Cancel { .. }));
     if f.is_some() {
         *s = State::Done { cancelled, failure: None };
     }

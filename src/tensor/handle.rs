@@ -306,8 +306,7 @@ impl Tensor {
     }
 
     /// An identity for the value (its epoch queue): equal for handles that
-    /// share the value, views included, and the id used by
-    /// [`crate::ops::EnrollTrace`].
+    /// share the value, views included.
     ///
     /// ```
     /// use tensorasync::{DType, Order, Tensor};

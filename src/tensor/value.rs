@@ -116,7 +116,7 @@ fn any_poison() -> bool {
 
 /// How many values hold poison right now (only for `tests/poison_count.rs`,
 /// which runs alone in its process).
-#[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn poisoned_values_for_tests() -> usize {
     POISONED_VALUES.load(Ordering::Acquire)
 }

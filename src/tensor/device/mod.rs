@@ -35,8 +35,10 @@ pub(crate) mod registry;
 pub mod sim;
 
 /// Only for the GPU integration tests (`tests/cuda_gpu.rs`).
-#[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub use cuda::probe_for_tests;
-pub use interface::{DevPtr, Device, GemmArgs, Marker, Notify, Place, StreamId, Trans, ORIGIN};
+#[cfg(any(test, feature = "internals"))]
+pub use interface::Notify;
+pub use interface::{DevPtr, Device, GemmArgs, Marker, Place, StreamId, Trans, ORIGIN};
 pub(crate) use registry::device;
 pub use registry::{device_count, device_info, is_simulated, simulate, SimConfig, SIMULATED_DEVICES_ENV};

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use super::cuda::probe;
 use super::interface::Device;
+#[cfg(any(test, feature = "internals"))]
 use super::sim::control::{find, SimControl};
 use super::sim::device::SimDevice;
 use crate::error::{Error, Result, Status};
@@ -134,6 +135,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<dyn Device>> {
 /// Devices come into being when the device registry is first used (for
 /// example [`simulate`]); when [`SIMULATED_DEVICES_ENV`] is set, this
 /// function initialises the registry itself.
+#[cfg(any(test, feature = "internals"))]
 pub fn control(ordinal: u32) -> Option<Arc<SimControl>> {
     if let Some(c) = find(ordinal) {
         return Some(c);

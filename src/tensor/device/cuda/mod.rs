@@ -84,7 +84,7 @@ pub(crate) fn probe() -> std::result::Result<Vec<Arc<dyn Device>>, String> {
 /// [`probe`] for the GPU integration tests (`tests/cuda_gpu.rs`): a fresh set
 /// of devices (own streams and handles; the primary contexts are shared with
 /// the registry's). Not part of the API.
-#[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn probe_for_tests() -> std::result::Result<Vec<Arc<dyn Device>>, String> {
     probe()
 }

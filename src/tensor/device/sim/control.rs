@@ -22,6 +22,7 @@ pub(super) static DEVICES: Mutex<Vec<Weak<SimControl>>> = Mutex::new(Vec::new())
 pub(super) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The live controls of simulated device `ordinal` (see [`super::control`]).
+#[cfg(any(test, feature = "internals"))]
 pub(crate) fn find(ordinal: u32) -> Option<Arc<SimControl>> {
     DEVICES.lock().iter().filter_map(Weak::upgrade).find(|c| c.ordinal == ordinal && !c.dropped.load(SeqCst))
 }
@@ -72,6 +73,8 @@ impl fmt::Debug for SimControl {
     }
 }
 
+// The test controls: for the crate's tests (`internals` in test builds).
+#[cfg(any(test, feature = "internals"))]
 impl SimControl {
     /// The device's ordinal.
     pub fn ordinal(&self) -> u32 {
@@ -120,25 +123,9 @@ impl SimControl {
         self.delay_ns.store(d.as_nanos().min(u64::MAX as u128) as u64, SeqCst);
     }
 
-    /// Device bytes currently allocated.
-    pub fn allocated(&self) -> usize {
-        self.allocated.load(SeqCst)
-    }
-
     /// Page-locked (`alloc_host`) bytes currently allocated.
     pub fn host_allocated(&self) -> usize {
         self.host_allocated.load(SeqCst)
-    }
-
-    /// Commands executed so far (all streams). Updated before a notify
-    /// callback runs and before a recorded marker is reached.
-    pub fn executed(&self) -> u64 {
-        self.executed.load(SeqCst)
-    }
-
-    /// Commands queued but not yet executed (all streams).
-    pub fn pending(&self) -> usize {
-        self.pending.load(SeqCst)
     }
 
     /// Executed commands in execution order (the last 100 000).
@@ -155,6 +142,24 @@ impl SimControl {
     /// device (a double free or a foreign pointer; the call did nothing).
     pub fn invalid_frees(&self) -> u64 {
         self.invalid_frees.load(SeqCst)
+    }
+}
+
+impl SimControl {
+    /// Device bytes currently allocated.
+    pub fn allocated(&self) -> usize {
+        self.allocated.load(SeqCst)
+    }
+
+    /// Commands executed so far (all streams). Updated before a notify
+    /// callback runs and before a recorded marker is reached.
+    pub fn executed(&self) -> u64 {
+        self.executed.load(SeqCst)
+    }
+
+    /// Commands queued but not yet executed (all streams).
+    pub fn pending(&self) -> usize {
+        self.pending.load(SeqCst)
     }
 
     /// Make the next kernel-like command (copy, memset, BLAS) panic.

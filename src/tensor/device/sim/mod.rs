@@ -41,6 +41,9 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, feature = "internals"))]
 pub use super::registry::control;
+#[cfg(any(test, feature = "internals"))]
 pub use commands::{SimOp, SimOpKind};
+#[cfg(any(test, feature = "internals"))]
 pub use control::SimControl;
