@@ -203,7 +203,7 @@ fn precheck<T: Element>(t: &Tensor, mode: Mode, origin: &'static str) -> Result<
 
 impl Tensor {
     fn acquire_guard<G>(&self, mode: Mode, origin: &'static str, make: fn(HostAccess) -> Result<G>) -> Acquire<G> {
-        let state = self.acquire_async_in(origin, mode).map(|a| {
+        let state = self.acquire_async_named(origin, mode).map(|a| {
             let ready = a.ready().clone();
             (a, ready)
         });
@@ -272,7 +272,7 @@ impl Tensor {
     /// ```
     pub fn read_blocking<T: Element>(&self) -> Result<ReadGuard<T>> {
         precheck::<T>(self, Mode::Read, ORIGIN_READ)?;
-        ReadGuard::new(self.acquire_in(ORIGIN_READ, Mode::Read, None)?)
+        ReadGuard::new(self.acquire_named(ORIGIN_READ, Mode::Read, None)?)
     }
 
     /// [`Tensor::write`], blocking the calling thread.
@@ -285,7 +285,7 @@ impl Tensor {
     /// ```
     pub fn write_blocking<T: Element>(&self) -> Result<WriteGuard<T>> {
         precheck::<T>(self, Mode::Write, ORIGIN_WRITE)?;
-        WriteGuard::new(self.acquire_in(ORIGIN_WRITE, Mode::Write, None)?)
+        WriteGuard::new(self.acquire_named(ORIGIN_WRITE, Mode::Write, None)?)
     }
 
     /// [`Tensor::update`], blocking the calling thread.
@@ -298,6 +298,6 @@ impl Tensor {
     /// ```
     pub fn update_blocking<T: Element>(&self) -> Result<WriteGuard<T>> {
         precheck::<T>(self, Mode::Update, ORIGIN_WRITE)?;
-        WriteGuard::new(self.acquire_in(ORIGIN_WRITE, Mode::Update, None)?)
+        WriteGuard::new(self.acquire_named(ORIGIN_WRITE, Mode::Update, None)?)
     }
 }

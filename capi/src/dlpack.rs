@@ -153,7 +153,7 @@ fn export_parts(
             "a conjugate view of a complex tensor cannot be exported: DLPack has no conjugation flag (materialise it with ta_conj first)",
         ));
     }
-    let access = t.acquire_in(origin, mode, timeout_arg(timeout_ns))?;
+    let access = t.acquire_named(origin, mode, timeout_arg(timeout_ns))?;
     let v = access.view()?.clone();
     let too_big = || Error::new(Status::Unsupported, origin, "the tensor's rank or extents do not fit DLPack's types");
     let shape: Vec<i64> =

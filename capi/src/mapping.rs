@@ -62,7 +62,7 @@ pub extern "C" fn ta_tensor_acquire(
     guard(O, error, || {
         need(mapping_out, O, "mapping_out")?;
         let t = arg(tensor, O, "tensor")?;
-        let m = t.acquire_in(O, mode_arg(mode, O)?, timeout_arg(timeout_ns))?;
+        let m = t.acquire_named(O, mode_arg(mode, O)?, timeout_arg(timeout_ns))?;
         put(mapping_out, make_handle(Arc::new(m), O)?);
         Ok(())
     })
@@ -88,7 +88,7 @@ pub extern "C" fn ta_tensor_acquire_async(
     guard(O, error, || {
         need(mapping_out, O, "mapping_out")?;
         let t = arg(tensor, O, "tensor")?;
-        let m = Arc::new(t.acquire_async_in(O, mode_arg(mode, O)?)?);
+        let m = Arc::new(t.acquire_async_named(O, mode_arg(mode, O)?)?);
         let ev = if event_out.is_null() { None } else { Some(make_handle(m.ready().clone(), O)?) };
         let h = match make_handle(m, O) {
             Ok(h) => h,

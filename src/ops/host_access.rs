@@ -21,11 +21,13 @@ impl crate::tensor::handle::Tensor {
     /// assert_eq!(a.view().unwrap().extents.as_slice(), &[2]);
     /// ```
     pub fn acquire(&self, mode: Mode, timeout: Option<std::time::Duration>) -> Result<HostAccess> {
-        self.acquire_in("ta_tensor_acquire", mode, timeout)
+        self.acquire_named("tensor_acquire", mode, timeout)
     }
 
-    /// [`acquire`](Self::acquire), with `origin` naming the caller in the
-    /// errors this call makes (the C library passes its function's name).
+    /// [`acquire`](Self::acquire), with `name` naming the host access: the
+    /// origin of the errors it makes, and its name in traces and pending-work
+    /// dumps, where a program's accesses can then be told apart (`acquire`
+    /// names it `tensor_acquire`).
     ///
     /// ```
     /// use std::time::Duration;
@@ -33,29 +35,29 @@ impl crate::tensor::handle::Tensor {
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
     /// let writer = t.acquire(Mode::Update, None).unwrap();
     /// // A second update waits for the first, which is held: it times out.
-    /// let e = t.acquire_in("my_acquire", Mode::Update, Some(Duration::from_millis(1))).unwrap_err();
+    /// let e = t.acquire_named("my_acquire", Mode::Update, Some(Duration::from_millis(1))).unwrap_err();
     /// assert_eq!((e.status(), e.origin()), (Status::Timeout, "my_acquire"));
     /// drop(writer);
     /// ```
-    pub fn acquire_in(
+    pub fn acquire_named(
         &self,
-        origin: &'static str,
+        name: &'static str,
         mode: Mode,
         timeout: Option<std::time::Duration>,
     ) -> Result<HostAccess> {
         if self.hazards().any(|(v, _)| crate::runtime::running::current_task_holds(v)) {
             return Err(Error::new(
                 Status::WouldDeadlock,
-                origin,
+                name,
                 "a task cannot wait for a host access to a tensor it is accessing: the access needs the task itself to finish",
             ));
         }
-        let access = self.acquire_async_in(origin, mode)?;
+        let access = self.acquire_async_named(name, mode)?;
         match access.ready().wait(timeout) {
             Ok(()) => Ok(access),
             Err(e) if e.status() == Status::Timeout => {
                 drop(access);
-                Err(Error::new(Status::Timeout, origin, "the access was not granted in time"))
+                Err(Error::new(Status::Timeout, name, "the access was not granted in time"))
             }
             Err(e) => Err(e),
         }
@@ -75,24 +77,24 @@ impl crate::tensor::handle::Tensor {
     /// assert!(second.is_granted());
     /// ```
     pub fn acquire_async(&self, mode: Mode) -> Result<HostAccess> {
-        self.acquire_async_in("ta_tensor_acquire_async", mode)
+        self.acquire_async_named("tensor_acquire_async", mode)
     }
 
-    /// [`acquire_async`](Self::acquire_async), with `origin` naming the
-    /// caller in the errors this call makes.
+    /// [`acquire_async`](Self::acquire_async), with `name` naming the host
+    /// access as for [`acquire_named`](Self::acquire_named) (`acquire_async`
+    /// names it `tensor_acquire_async`).
     ///
     /// ```
     /// use tensorasync::{Mode, Order, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let a = t.acquire_async_in("my_acquire_async", Mode::Read).unwrap();
+    /// let a = t.acquire_async_named("my_acquire_async", Mode::Read).unwrap();
     /// a.ready().wait(None).unwrap();
     /// // A conj view is read-only: a write access is refused, in the caller's name.
-    /// let e = t.conj().unwrap().acquire_async_in("my_acquire_async", Mode::Write).err().unwrap();
+    /// let e = t.conj().unwrap().acquire_async_named("my_acquire_async", Mode::Write).err().unwrap();
     /// assert_eq!(e.origin(), "my_acquire_async");
     /// ```
-    pub fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
-        let (token, _) =
-            super::external_inner(super::OpName::from(origin), origin, &[(self, mode)], Default::default())?;
+    pub fn acquire_async_named(&self, name: &'static str, mode: Mode) -> Result<HostAccess> {
+        let (token, _) = super::external_inner(super::OpName::from(name), name, &[(self, mode)], Default::default())?;
         Ok(HostAccess::new(token))
     }
 }
