@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void, CStr};
 use smallvec::SmallVec;
 
 use super::args::list_arg;
-use super::ops::{submit_borrowing, submit_in};
+use super::ops::{per_form, submit_borrowing, submit_in};
 use super::{borrowed, guard, need};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use ta::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
@@ -125,7 +125,7 @@ pub extern "C" fn ta_kernel_submit(
         let acc = list_arg(accesses, naccesses, O, "accesses")?;
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
-        submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
+        per_form!(event_out, |form| submit_borrowing(form, O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
             let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
             for (i, a) in acc.iter().enumerate() {
                 let t = borrowed(b, a.tensor, O, "accesses[].tensor")?;
@@ -143,8 +143,8 @@ pub extern "C" fn ta_kernel_submit(
             };
             let ck = CKernelRef { f, userdata };
             let k = KernelFn::inline(move |call| trampoline(ck, call));
-            submit_in(b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))
-        })
+            submit_in(form, b, O, opts, |s| ops::kernel(name, &operands, k, s))
+        }))
     })
 }
 

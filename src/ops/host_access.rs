@@ -1,6 +1,7 @@
 //! Host access to a tensor (SPEC §2.8): an external operation on one
 //! operand, whose token the caller holds while it uses the memory.
 
+use super::submit::Submit;
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::deferred::HostAccess;
@@ -91,8 +92,12 @@ impl crate::tensor::handle::Tensor {
     /// assert_eq!(e.origin(), "my_acquire_async");
     /// ```
     pub fn acquire_async_in(&self, origin: &'static str, mode: Mode) -> Result<HostAccess> {
-        let (token, _) =
-            super::external_inner(super::OpName::Static(origin), origin, &[(self, mode)], Default::default())?;
+        let (token, _) = super::external_inner(
+            super::OpName::Static(origin),
+            origin,
+            &[(self, mode)],
+            Submit::default().detached(),
+        )?;
         Ok(HostAccess::new(token))
     }
 }

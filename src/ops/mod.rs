@@ -42,7 +42,7 @@ pub use kernel::{external, external_in, kernel, Kernel, KernelCall, KernelFailur
 pub use linalg::{
     add_product, assign_product, conj, contract, dot, gemm, norm2, permute, potrf, sum, syrk, trsm, ScalarArg, Uplo,
 };
-pub use submit::{EnrollTrace, Submit};
+pub use submit::{Completion, Detached, EnrollTrace, Evented, Submit};
 
 /// One operand of a submitted operation. Where its elements are is fixed at
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared

@@ -108,9 +108,9 @@ impl Token {
     /// ```
     /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
     /// token.finish(Status::KernelFailed, Some("device lost".into())).unwrap();
-    /// let e = ev.unwrap().wait(None).unwrap_err();
+    /// let e = ev.wait(None).unwrap_err();
     /// assert_eq!((e.status(), e.message()), (Status::KernelFailed, "device lost"));
     /// assert!(t.to_vec::<f64>().is_err()); // the output is poisoned
     /// ```
@@ -146,9 +146,9 @@ impl Token {
     /// ```
     /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
     /// token.finish_code(3, None, "my_finish").unwrap();
-    /// assert_eq!(ev.unwrap().wait(None).unwrap_err().status(), Status::KernelFailed);
+    /// assert_eq!(ev.wait(None).unwrap_err().status(), Status::KernelFailed);
     /// let again = token.finish_code(0, None, "my_finish").unwrap_err();
     /// assert_eq!((again.status(), again.origin()), (Status::DoubleFree, "my_finish"));
     /// ```
