@@ -40,7 +40,7 @@ fn tasks(c: &mut Criterion) {
     g.bench_function("a_chain_of_dependent_updates", |b| {
         b.iter(|| {
             for _ in 0..BATCH {
-                ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
             }
             t.wait(None).unwrap();
         })
@@ -50,7 +50,7 @@ fn tasks(c: &mut Criterion) {
     g.bench_function("b_independent", |b| {
         b.iter(|| {
             for x in &many {
-                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
             }
             while rt.outstanding() != 0 {
                 std::hint::spin_loop();
@@ -62,9 +62,9 @@ fn tasks(c: &mut Criterion) {
     g.bench_function("c_one_writer_eight_readers", |b| {
         b.iter(|| {
             for _ in 0..BATCH / 9 {
-                ops::kernel("w", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("w", &[(&t, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
                 for _ in 0..8 {
-                    ops::kernel("r", &[(&t, Mode::Read)], noop(), Submit::on(&rt)).unwrap();
+                    ops::kernel("r", &[(&t, Mode::Read)], noop(), Submit::on(&rt).detached()).unwrap();
                 }
             }
             t.wait(None).unwrap();
@@ -79,7 +79,7 @@ fn tasks(c: &mut Criterion) {
     g.bench_function("burst_of_100_then_wait_idle", |b| {
         b.iter(|| {
             for x in step.next().unwrap() {
-                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("inc", &[(x, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
             }
             rt.wait_idle(None).unwrap();
         })
@@ -100,7 +100,7 @@ fn tasks(c: &mut Criterion) {
                 }
                 Ok(())
             });
-            ops::kernel("busy", &[(x, Mode::Update)], busy, Submit::on(&rt)).unwrap();
+            ops::kernel("busy", &[(x, Mode::Update)], busy, Submit::on(&rt).detached()).unwrap();
             rt.wait_idle(None).unwrap();
         })
     });
@@ -114,7 +114,7 @@ fn tasks(c: &mut Criterion) {
                 let blocked = BlockedWriter::submit(&t, &rt);
                 let t0 = Instant::now();
                 for _ in 0..BATCH {
-                    ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                    ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
                 }
                 total += t0.elapsed();
                 blocked.release();

@@ -64,7 +64,7 @@ fn views(c: &mut Criterion) {
     g.bench_function("whole", |b| {
         b.iter(|| {
             for _ in 0..BATCH {
-                ops::kernel("inc", &[(&one, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("inc", &[(&one, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
             }
             one.wait(None).unwrap();
         })
@@ -73,7 +73,7 @@ fn views(c: &mut Criterion) {
     g.bench_function("view", |b| {
         b.iter(|| {
             for _ in 0..BATCH {
-                ops::kernel("inc", &[(&elem, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+                ops::kernel("inc", &[(&elem, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
             }
             elem.wait(None).unwrap();
         })
@@ -92,8 +92,8 @@ fn views(c: &mut Criterion) {
     for (name, x, y) in [("disjoint_halves", &left, &right), ("overlapping", &a, &b2)] {
         g.bench_function(name, |bch| {
             bch.iter(|| {
-                ops::kernel("heavy", &[(x, Mode::Update)], heavy(), Submit::on(&rt)).unwrap();
-                ops::kernel("heavy", &[(y, Mode::Update)], heavy(), Submit::on(&rt)).unwrap();
+                ops::kernel("heavy", &[(x, Mode::Update)], heavy(), Submit::on(&rt).detached()).unwrap();
+                ops::kernel("heavy", &[(y, Mode::Update)], heavy(), Submit::on(&rt).detached()).unwrap();
                 big.wait(None).unwrap();
             })
         });

@@ -27,12 +27,12 @@ fn main() {
                 }
                 Ok(())
             }),
-            Submit::on(&rt),
+            Submit::on(&rt).detached(),
         )
         .unwrap();
         let r0 = rss_kb();
         for _ in 0..n {
-            ops::kernel("k", &[(&t, Mode::Update)], KernelFn::inline(|_| Ok(())), Submit::on(&rt)).unwrap();
+            ops::kernel("k", &[(&t, Mode::Update)], KernelFn::inline(|_| Ok(())), Submit::on(&rt).detached()).unwrap();
         }
         let r1 = rss_kb();
         println!("per pending op: {:.0} B", (r1 - r0) as f64 * 1024.0 / n as f64);

@@ -18,7 +18,7 @@ fn main() {
     for _ in 0..7 {
         let t0 = Instant::now();
         for _ in 0..n {
-            ops::kernel("k", &[(&t, Mode::Update)], k(), Submit::on(&rt)).unwrap();
+            ops::kernel("k", &[(&t, Mode::Update)], k(), Submit::on(&rt).detached()).unwrap();
         }
         t.wait(None).unwrap();
         v.push(t0.elapsed().as_nanos() as f64 / n as f64);
@@ -30,7 +30,7 @@ fn main() {
     for _ in 0..7 {
         let t0 = Instant::now();
         for x in &ts {
-            ops::kernel("k", &[(x, Mode::Update)], k(), Submit::on(&rt)).unwrap();
+            ops::kernel("k", &[(x, Mode::Update)], k(), Submit::on(&rt).detached()).unwrap();
         }
         while rt.outstanding() != 0 {
             std::hint::spin_loop();
@@ -42,9 +42,10 @@ fn main() {
     for _ in 0..7 {
         let t0 = Instant::now();
         for _ in 0..n / 10 {
-            ops::kernel("w", &[(&t, Mode::Update)], k(), Submit::on(&rt)).unwrap();
+            ops::kernel("w", &[(&t, Mode::Update)], k(), Submit::on(&rt).detached()).unwrap();
             for _ in 0..8 {
-                ops::kernel("r", &[(&t, Mode::Read)], KernelFn::inline(|_| Ok(())), Submit::on(&rt)).unwrap();
+                ops::kernel("r", &[(&t, Mode::Read)], KernelFn::inline(|_| Ok(())), Submit::on(&rt).detached())
+                    .unwrap();
             }
         }
         t.wait(None).unwrap();

@@ -15,13 +15,13 @@ fn main() {
     for _ in 0..41 {
         let t0 = Instant::now();
         for _ in 0..10_000 {
-            ops::kernel("inc", &[(&one, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+            ops::kernel("inc", &[(&one, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
         }
         one.wait(None).unwrap();
         let a = t0.elapsed().as_nanos() as f64 / 1e4;
         let t0 = Instant::now();
         for _ in 0..10_000 {
-            ops::kernel("inc", &[(&elem, Mode::Update)], inc(), Submit::on(&rt)).unwrap();
+            ops::kernel("inc", &[(&elem, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();
         }
         elem.wait(None).unwrap();
         let b = t0.elapsed().as_nanos() as f64 / 1e4;

@@ -19,7 +19,7 @@ use crate::runtime::event::Event;
 /// ```
 /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
 /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
-/// let ev = ops::fill(&t, Scalar::real(1.5), Submit::default().with_event()).unwrap().unwrap();
+/// let ev = ops::fill(&t, Scalar::real(1.5), Submit::default()).unwrap();
 /// futures::executor::block_on(ev).unwrap();
 /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5; 4]);
 /// ```

@@ -13,9 +13,10 @@
 //!   [`Tensor::from_array`]), view ([`Tensor::slice`], [`Tensor::permute`],
 //!   [`Tensor::conj`]) and read back ([`Tensor::to_array`]); [`BlockArray`]
 //!   for tiled arrays.
-//! - [`ops`]: the operations. Each returns its completion: an [`Event`] when
-//!   asked for (a `Future`), a callback, or an entry on a [`CompletionQueue`]
-//!   (a `Stream`), all set in [`Submit`].
+//! - [`ops`]: the operations. Each returns its completion, an [`Event`] (a
+//!   `Future`), unless submitted [detached](Submit::detached) (it returns
+//!   `()` and makes no event); a callback or an entry on a
+//!   [`CompletionQueue`] (a `Stream`) can report it too, all set in [`Submit`].
 //! - Host access: [`Tensor::read`], [`Tensor::write`], [`Tensor::update`]
 //!   (and `_blocking` forms) give guards that hold the access and lend
 //!   [`ndarray`] views.
@@ -34,7 +35,7 @@
 //! use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
 //! let x = Tensor::from_slice(&[3], Order::RowMajor, &[1.0f64, 2.0, 3.0]).unwrap();
 //! let y = Tensor::zeros(DType::F64, &[3], Order::RowMajor, Default::default()).unwrap();
-//! let ev = ops::axpy(&y, Scalar::real(2.0), &x, Submit::default().with_event()).unwrap().unwrap();
+//! let ev = ops::axpy(&y, Scalar::real(2.0), &x, Submit::default()).unwrap();
 //! futures::executor::block_on(ev).unwrap();
 //! let g = y.read_blocking::<f64>().unwrap();
 //! assert_eq!(g.view().as_slice().unwrap(), &[2.0, 4.0, 6.0]);
@@ -187,8 +188,8 @@ pub use layout::Order;
 ///     Err(KernelFailure { code: 5, message: Some("refused".into()) })
 /// }
 /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-/// let ev = ops::kernel("refuse", &[(&t, Mode::Update)], KernelFn::new(refuse), Submit::default().with_event());
-/// let e = ev.unwrap().unwrap().wait(None).unwrap_err();
+/// let ev = ops::kernel("refuse", &[(&t, Mode::Update)], KernelFn::new(refuse), Submit::default());
+/// let e = ev.unwrap().wait(None).unwrap_err();
 /// assert_eq!((e.status(), e.message()), (Status::KernelFailed, "refused"));
 /// ```
 pub use ops::KernelResult;
@@ -202,17 +203,20 @@ pub use ops::KernelResult;
 ///     assert_eq!((v.extents, v.strides, v.dtype), (&[2usize, 3][..], &[1isize, 2][..], DType::F64));
 ///     Ok(())
 /// });
-/// ops::kernel("look", &[(&t, Mode::Read)], k, Submit::default().with_event()).unwrap().unwrap().wait(None).unwrap();
+/// ops::kernel("look", &[(&t, Mode::Read)], k, Submit::default()).unwrap().wait(None).unwrap();
 /// ```
 pub use ops::ResolvedView;
-/// How an operation is submitted and how it reports completion.
+/// How an operation is submitted and how it reports completion: with an
+/// [`Event`] by default, or detached (no event; see [`ops::Completion`]).
 ///
 /// ```
 /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
 /// let rt = Runtime::new(1).unwrap();
 /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-/// let ev = ops::fill(&t, Scalar::real(1.0), Submit::on(&rt).with_event()).unwrap();
-/// ev.unwrap().wait(None).unwrap();
+/// let ev = ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap();
+/// ev.wait(None).unwrap();
+/// ops::scale(&t, Scalar::real(2.0), Submit::on(&rt).detached()).unwrap();
+/// assert_eq!(t.to_vec::<f64>().unwrap(), vec![2.0]);
 /// ```
 pub use ops::Submit;
 pub use ops::{KernelCall, KernelFailure, KernelFn};
@@ -288,7 +292,7 @@ pub use runtime::CompletionQueue;
 /// ```
 /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
 /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-/// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+/// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default()).unwrap();
 /// ev.wait(None).unwrap();
 /// assert!(ev.is_complete());
 /// ```

@@ -6,8 +6,7 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 use crate::dtype::Element;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
-use crate::ops::{self, Submit};
-use crate::runtime::event::Event;
+use crate::ops::{self, Completion, Submit};
 use crate::tensor::handle::Tensor;
 
 impl Tensor {
@@ -92,12 +91,12 @@ impl Tensor {
 /// copy_from_slice(&t, &[2], &[8i32, 9], Submit::default()).unwrap();
 /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![8, 9]);
 /// ```
-pub fn copy_from_slice<T: Element>(
+pub fn copy_from_slice<T: Element, C: Completion>(
     dst: &Tensor,
     extents: &[usize],
     data: &[T],
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     let src = Tensor::from_slice(extents, Order::RowMajor, data).map_err(|e| e.with_origin("copy_from_slice"))?;
     ops::copy(dst, &src, opts)
 }
@@ -110,10 +109,10 @@ pub fn copy_from_slice<T: Element>(
 /// copy_from_array(&t, &ndarray::arr1(&[1.0, -1.0]), Submit::default()).unwrap();
 /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.0, -1.0]);
 /// ```
-pub fn copy_from_array<T: Element, S: Data<Elem = T>, D: Dimension>(
+pub fn copy_from_array<T: Element, S: Data<Elem = T>, D: Dimension, C: Completion>(
     dst: &Tensor,
     a: &ArrayBase<S, D>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     ops::copy(dst, &Tensor::from_array(a)?, opts)
 }

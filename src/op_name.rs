@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: None }));
 /// // A name made at run time names the operation's errors.
 /// let name = format!("solver_step_{}", 7);
-/// let ev = ops::kernel(name, &[(&t, Mode::Update)], k, Submit::default().with_event()).unwrap().unwrap();
+/// let ev = ops::kernel(name, &[(&t, Mode::Update)], k, Submit::default()).unwrap();
 /// assert_eq!(ev.wait(None).unwrap_err().origin(), "solver_step_7");
 /// ```
 #[derive(Clone, Debug)]

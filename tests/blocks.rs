@@ -21,14 +21,8 @@ fn fill_with(b: &BlockArray, rows: usize, cols: usize, f: impl Fn(usize, usize) 
     let data: Vec<f64> = (0..rows * cols).map(|k| f(k / cols, k % cols)).collect();
     let all = b.all().unwrap();
     unsafe {
-        ops::copy_in(
-            &all,
-            data.as_ptr().cast(),
-            Layout::contiguous(&[rows, cols], Order::RowMajor),
-            Submit::default().with_event(),
-        )
+        ops::copy_in(&all, data.as_ptr().cast(), Layout::contiguous(&[rows, cols], Order::RowMajor), Submit::default())
     }
-    .unwrap()
     .unwrap()
     .wait(LONG)
     .unwrap();
@@ -138,10 +132,8 @@ fn the_composite_hazard_orders_blocks_and_coalesced_views() {
     ops::kernel("held", &[(&t11, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     ops::fill(&t11, Scalar::real(7.0), Submit::on(&rt)).unwrap();
     let mut seen = [0.0f64; 8];
-    let read = unsafe { ops::copy_out(&bottom, seen.as_mut_ptr().cast(), 8, None, Submit::on(&rt).with_event()) }
-        .unwrap()
-        .unwrap();
-    let free = ops::fill(&b.tile(&[0, 0]).unwrap(), Scalar::real(1.0), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let read = unsafe { ops::copy_out(&bottom, seen.as_mut_ptr().cast(), 8, None, Submit::on(&rt)) }.unwrap();
+    let free = ops::fill(&b.tile(&[0, 0]).unwrap(), Scalar::real(1.0), Submit::on(&rt)).unwrap();
     free.wait(LONG).unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(read.poll().is_none(), "the coalesced read ran before the covered tile's writer");

@@ -55,8 +55,8 @@ fn callbacks_see_their_operation_complete() {
             b.fetch_add(not_final(slot.get().unwrap(), &tt, fail, r), Ordering::SeqCst);
             d.send(()).unwrap();
         });
-        let opts = Submit { runtime: Some(&rt), event: true, callback: Some(callback), ..Default::default() };
-        let ev = ops::kernel("order", &[(&t, Mode::Write)], k, opts).unwrap().unwrap();
+        let opts = Submit { runtime: Some(&rt), callback: Some(callback), ..Default::default() };
+        let ev = ops::kernel("order", &[(&t, Mode::Write)], k, opts).unwrap();
         let (slot, tt, b, d) = (ev_slot.clone(), t.clone(), bad.clone(), done_tx);
         ev.on_complete(Box::new(move |r| {
             b.fetch_add(not_final(slot.get().unwrap(), &tt, fail, r), Ordering::SeqCst);
@@ -81,16 +81,13 @@ fn a_completed_event_means_the_accesses_are_released() {
         let gate = Gate::default();
         ops::kernel("writer", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
         ops::copy(&t, &src, Submit::on(&rt)).unwrap();
-        let ev =
-            ops::kernel("reader", &[(&t, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event()).unwrap().unwrap();
+        let ev = ops::kernel("reader", &[(&t, Mode::Read)], kernel(|_| {}), Submit::on(&rt)).unwrap();
         gate.open();
         ev.wait(LONG).unwrap();
         bad += t.wait(ZERO).is_err() as usize;
         // A lone reader of a fresh tensor.
         let fresh = f64s(&[2], &[1.0, 2.0]);
-        let ev = ops::kernel("reader", &[(&fresh, Mode::Read)], kernel(|_| {}), Submit::on(&rt).with_event())
-            .unwrap()
-            .unwrap();
+        let ev = ops::kernel("reader", &[(&fresh, Mode::Read)], kernel(|_| {}), Submit::on(&rt)).unwrap();
         ev.wait(LONG).unwrap();
         bad += fresh.wait(ZERO).is_err() as usize;
         // And readiness, which must then be complete at once.
@@ -111,7 +108,7 @@ fn tensor_ready_reports_what_a_wait_would() {
             Err(KernelFailure { code: 3, message: None })
         }
     });
-    let failing = ops::kernel("failing", &[(&t, Mode::Write)], k, Submit::default().with_event()).unwrap().unwrap();
+    let failing = ops::kernel("failing", &[(&t, Mode::Write)], k, Submit::default()).unwrap();
     let ready = t.ready();
     assert!(ready.poll().is_none(), "ready before the writer ran");
     gate.open();

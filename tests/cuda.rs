@@ -128,11 +128,7 @@ fn copies_in_every_direction_with_strides_and_conj() {
     let h = Tensor::from_slice(&[3, 4], Order::RowMajor, &ints).unwrap();
     let d = on(D1, &h, &rt);
     let mut out = vec![0i32; 12];
-    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 12, None, Submit::on(&rt).with_event()) }
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap();
+    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 12, None, Submit::on(&rt)) }.unwrap().wait(LONG).unwrap();
     assert_eq!(out, ints);
 }
 
@@ -233,12 +229,11 @@ fn chains_stay_on_the_device_and_no_worker_waits_for_it() {
     c.pause();
     let executed = c.executed();
     // 200 dependent device operations, submitted while the device is paused.
-    let mut last = None;
-    for i in 0..200 {
-        let opts = Submit { runtime: Some(&rt), event: i == 199, ..Default::default() };
-        last = ops::scale(&x, Scalar::real(if i % 2 == 0 { 2.0 } else { 0.5 }), opts).unwrap();
+    let alpha = |i: usize| Scalar::real(if i % 2 == 0 { 2.0 } else { 0.5 });
+    for i in 0..199 {
+        ops::scale(&x, alpha(i), Submit::on(&rt).detached()).unwrap();
     }
-    let last = last.unwrap();
+    let last = ops::scale(&x, alpha(199), Submit::on(&rt)).unwrap();
     // Every one of them reaches the device queue without any of them having
     // run: each was released when its predecessor was *issued*.
     let t0 = std::time::Instant::now();
@@ -323,10 +318,9 @@ fn host_visible_completion_fires_only_once_results_are_there() {
             ptr.cast(),
             1000,
             None,
-            Submit { runtime: Some(&rt), callback: Some(cb), event: true, ..Default::default() },
+            Submit { runtime: Some(&rt), callback: Some(cb), ..Default::default() },
         )
     }
-    .unwrap()
     .unwrap();
     ev.wait(LONG).unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 1, "the callback saw the downloaded values");
@@ -350,9 +344,9 @@ fn cuda_errors_poison_outputs_with_the_error_name() {
     // An asynchronous failure: the scale's command fails on the device.
     c.pause();
     c.fail_next("CUDA_ERROR_ILLEGAL_ADDRESS");
-    let ev = ops::scale(&x, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev = ops::scale(&x, Scalar::real(2.0), Submit::on(&rt)).unwrap();
     // A dependent device operation is queued behind it before anyone knows.
-    let ev2 = ops::axpy(&y, Scalar::real(1.0), &x, Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev2 = ops::axpy(&y, Scalar::real(1.0), &x, Submit::on(&rt)).unwrap();
     c.resume();
     let e = ev.wait(LONG).unwrap_err();
     assert_eq!(e.status(), Status::CudaError);
@@ -362,17 +356,14 @@ fn cuda_errors_poison_outputs_with_the_error_name() {
     assert!(ev2.wait(LONG).unwrap_err().same_as(&e));
     assert!(y.wait(LONG).unwrap_err().same_as(&e));
     let mut out = [0.0f64; 16];
-    let r = unsafe { ops::copy_out(&x, out.as_mut_ptr().cast(), 16, None, Submit::on(&rt).with_event()) }
-        .unwrap()
-        .unwrap()
-        .wait(LONG);
+    let r = unsafe { ops::copy_out(&x, out.as_mut_ptr().cast(), 16, None, Submit::on(&rt)) }.unwrap().wait(LONG);
     assert!(r.unwrap_err().same_as(&e));
     // An overwrite cleans it.
     ops::fill(&x, Scalar::real(4.0), Submit::on(&rt)).unwrap();
     assert_eq!(read_f64(&x), vec![4.0; 16]);
     // A call that fails when the work is queued.
     c.fail_next_call("CUDA_ERROR_LAUNCH_FAILED");
-    let e = ops::scale(&x, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
+    let e = ops::scale(&x, Scalar::real(2.0), Submit::on(&rt)).unwrap().wait(LONG).unwrap_err();
     assert_eq!(e.status(), Status::CudaError);
     assert!(e.message().contains("CUDA_ERROR_LAUNCH_FAILED"), "{}", e.message());
 }
@@ -456,11 +447,8 @@ fn backends_decline_and_the_walk_names_them() {
         .unwrap();
     let b = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, D0).unwrap();
     let c = Tensor::zeros(DType::F64, &[3, 3], Order::RowMajor, D0).unwrap();
-    let e = ops::gemm(&c, Scalar::real(1.0), &odd, &b, Scalar::real(0.0), Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap_err();
+    let e =
+        ops::gemm(&c, Scalar::real(1.0), &odd, &b, Scalar::real(0.0), Submit::on(&rt)).unwrap().wait(LONG).unwrap_err();
     assert_eq!(e.status(), Status::NoBackend);
     assert!(e.message().contains("cuda: ") && e.message().contains("unit stride"), "{}", e.message());
     // No device backend offers integer scaling or reductions: known at submission.

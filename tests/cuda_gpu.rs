@@ -883,8 +883,7 @@ fn library_elementwise_copies_and_chains_on_the_gpu() {
     let rows = d.slice(&[SliceSpec { start: 1, stop: 64, step: 3, drop: false }, SliceSpec::all(64)]).unwrap();
     ops::fill(&rows, Scalar::real(-7.0), Submit::on(&rt)).unwrap();
     let mut out = vec![0.0f64; 4096];
-    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 4096, None, Submit::on(&rt).with_event()) }
-        .unwrap()
+    unsafe { ops::copy_out(&d, out.as_mut_ptr().cast(), 4096, None, Submit::on(&rt)) }
         .unwrap()
         .wait(Some(Duration::from_secs(60)))
         .unwrap();

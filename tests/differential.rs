@@ -259,34 +259,40 @@ fn run_concurrently(rt: &Runtime, prog: &[Vec<Op>]) -> Outcome {
                     let recording = record_enrollments();
                     let opts = Submit { runtime: Some(rt), ..Default::default() };
                     let r = match op {
-                        Op::Fill(v, x) => ops::fill(h(v), Scalar::real(*x), opts),
-                        Op::Scale(v, a) => ops::scale(h(v), Scalar::real(*a), opts),
-                        Op::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts),
-                        Op::Copy(d, src) => ops::copy(h(d), h(src), opts),
-                        Op::Mix(d, src) => {
-                            ops::kernel("mix", &[(h(d), Mode::Update), (h(src), Mode::Read)], mix_kernel(), opts)
-                        }
+                        Op::Fill(v, x) => ops::fill(h(v), Scalar::real(*x), opts.detached()),
+                        Op::Scale(v, a) => ops::scale(h(v), Scalar::real(*a), opts.detached()),
+                        Op::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts.detached()),
+                        Op::Copy(d, src) => ops::copy(h(d), h(src), opts.detached()),
+                        Op::Mix(d, src) => ops::kernel(
+                            "mix",
+                            &[(h(d), Mode::Update), (h(src), Mode::Read)],
+                            mix_kernel(),
+                            opts.detached(),
+                        ),
                         Op::Fail(v, name) => {
                             let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: Some("planned".into()) }));
-                            ops::kernel(name.clone(), &[(h(v), Mode::Update)], k, opts)
+                            ops::kernel(name.clone(), &[(h(v), Mode::Update)], k, opts.detached())
                         }
                         Op::CopyIn(t, vals) => {
                             let b = Box::new(*vals);
                             let p = b.as_ptr();
                             copy_in_bufs.lock().unwrap().push(b);
                             unsafe {
-                                ops::copy_in(&roots[*t], p.cast(), Layout::contiguous(&[2, 2], Order::RowMajor), opts)
+                                ops::copy_in(
+                                    &roots[*t],
+                                    p.cast(),
+                                    Layout::contiguous(&[2, 2], Order::RowMajor),
+                                    opts.detached(),
+                                )
                             }
                         }
                         Op::Read(v) => {
                             let mut buf = Box::new([f64::NAN; 4]);
                             let p = buf.as_mut_ptr();
                             let len = v.1.elems().len();
-                            let opts = Submit { event: true, ..opts };
-                            let event =
-                                unsafe { ops::copy_out(h(v), p.cast(), 4, None, opts) }.expect("valid read").unwrap();
+                            let event = unsafe { ops::copy_out(h(v), p.cast(), 4, None, opts) }.expect("valid read");
                             reads.lock().unwrap().insert((th, i), ReadSlot { buf, len, event });
-                            Ok(None)
+                            Ok(())
                         }
                     };
                     r.unwrap_or_else(|e| panic!("every generated operation is valid at submission: {op:?}: {e}"));
@@ -721,10 +727,9 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                         &b.all().unwrap(),
                         data.as_ptr().cast(),
                         Layout::contiguous(&[4, 4], Order::RowMajor),
-                        Submit::on(&rt).with_event(),
+                        Submit::on(&rt),
                     )
                 }
-                .unwrap()
                 .unwrap()
                 .wait(LONG)
                 .unwrap();
@@ -745,23 +750,20 @@ fn random_concurrent_programs_on_block_arrays_match_sequential_execution() {
                         let opts = Submit { runtime: Some(rt), ..Default::default() };
                         let h = |b: &B| &handles[b];
                         let r = match op {
-                            BOp::Fill(b, x) => ops::fill(h(b), Scalar::real(*x), opts),
-                            BOp::Scale(b, a) => ops::scale(h(b), Scalar::real(*a), opts),
-                            BOp::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts),
-                            BOp::Copy(d, s0) => ops::copy(h(d), h(s0), opts),
+                            BOp::Fill(b, x) => ops::fill(h(b), Scalar::real(*x), opts.detached()),
+                            BOp::Scale(b, a) => ops::scale(h(b), Scalar::real(*a), opts.detached()),
+                            BOp::Axpy(y, a, x) => ops::axpy(h(y), Scalar::real(*a), h(x), opts.detached()),
+                            BOp::Copy(d, s0) => ops::copy(h(d), h(s0), opts.detached()),
                             BOp::Fail(b, name) => {
                                 let k = KernelFn::new(|_| Err(KernelFailure { code: 1, message: None }));
-                                ops::kernel(name.clone(), &[(h(b), Mode::Update)], k, opts)
+                                ops::kernel(name.clone(), &[(h(b), Mode::Update)], k, opts.detached())
                             }
                             BOp::Read(b) => {
                                 let mut buf = Box::new([f64::NAN; 16]);
                                 let p = buf.as_mut_ptr();
-                                let ev =
-                                    unsafe { ops::copy_out(h(b), p.cast(), 16, None, Submit { event: true, ..opts }) }
-                                        .unwrap()
-                                        .unwrap();
+                                let ev = unsafe { ops::copy_out(h(b), p.cast(), 16, None, opts) }.unwrap();
                                 reads.lock().unwrap().insert((th, i), (buf, b.1.elems().len(), ev));
-                                Ok(None)
+                                Ok(())
                             }
                         };
                         r.unwrap_or_else(|e| panic!("valid at submission: {op:?}: {e}"));
@@ -957,11 +959,7 @@ fn run_slice_program(rt: &Runtime, ops_: &[SOp], strided: bool, stats: &mut [usi
             SOp::Read(v) => {
                 let mut buf = Box::new([f64::NAN; 30]);
                 let e = v.elems();
-                let ev = unsafe {
-                    ops::copy_out(&v.make(&roots), buf.as_mut_ptr().cast(), 30, None, Submit { event: true, ..opts })
-                }
-                .unwrap()
-                .unwrap();
+                let ev = unsafe { ops::copy_out(&v.make(&roots), buf.as_mut_ptr().cast(), 30, None, opts) }.unwrap();
                 let m = &model[v.root];
                 expect.push(match error(m, &e) {
                     Some(err) => Err(err),

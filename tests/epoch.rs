@@ -38,7 +38,7 @@ fn two_meeting_readers(
                 met.fetch_add(1, Ordering::SeqCst);
             }
         });
-        events.push(ops::kernel("reader", &[(t, Mode::Read)], k, Submit::on(rt).with_event()).unwrap().unwrap());
+        events.push(ops::kernel("reader", &[(t, Mode::Read)], k, Submit::on(rt)).unwrap());
     }
     (events, met, threads)
 }
@@ -239,7 +239,7 @@ fn a_blocking_wait_on_a_worker_helps_instead_of_hanging() {
         unsafe { *p64(&c.views()[0]) = 1.0 };
         Ok(())
     });
-    let ev = ops::kernel("waits_inside", &[(&x, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev = ops::kernel("waits_inside", &[(&x, Mode::Update)], k, Submit::on(&rt)).unwrap();
     ev.wait(LONG).unwrap();
     assert_eq!(read_f64(&y), vec![7.0]);
     assert_eq!(read_f64(&x), vec![1.0]);
@@ -256,11 +256,7 @@ fn waiting_on_your_own_operand_is_refused() {
         *seen2.lock().unwrap() = Some(x2.wait(Some(Duration::from_secs(5))).map_err(|e| e.status()));
         Ok(())
     });
-    ops::kernel("self_wait", &[(&x, Mode::Read)], k, Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap();
+    ops::kernel("self_wait", &[(&x, Mode::Read)], k, Submit::on(&rt)).unwrap().wait(LONG).unwrap();
     assert_eq!(*seen.lock().unwrap(), Some(Err(Status::WouldDeadlock)));
 
     // Waiting on an event of an operation that needs this kernel to finish.
@@ -271,16 +267,12 @@ fn waiting_on_your_own_operand_is_refused() {
     let r2 = result.clone();
     let k = KernelFn::new(move |_| {
         // The follower reads y after this kernel's update of y.
-        let ev = ops::fill(&y2, Scalar::real(1.0), Submit::on(&rt2).with_event()).unwrap().unwrap();
+        let ev = ops::fill(&y2, Scalar::real(1.0), Submit::on(&rt2)).unwrap();
         *slot2.lock().unwrap() = Some(ev.clone());
         *r2.lock().unwrap() = Some(ev.wait(Some(Duration::from_secs(5))).map_err(|e| e.status()));
         Ok(())
     });
-    ops::kernel("holds_y", &[(&y, Mode::Update)], k, Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap();
+    ops::kernel("holds_y", &[(&y, Mode::Update)], k, Submit::on(&rt)).unwrap().wait(LONG).unwrap();
     assert_eq!(*result.lock().unwrap(), Some(Err(Status::WouldDeadlock)));
     slot.lock().unwrap().take().unwrap().wait(LONG).unwrap();
 }
@@ -306,7 +298,7 @@ fn parallel_kernels_share_the_workers() {
     });
     // Small tasks run alongside on other tensors.
     let others: Vec<Tensor> = (0..200).map(|_| f64s(&[1], &[0.0])).collect();
-    let ev = ops::kernel("parallel", &[(&t, Mode::Update)], k, Submit::on(&rt).with_event()).unwrap().unwrap();
+    let ev = ops::kernel("parallel", &[(&t, Mode::Update)], k, Submit::on(&rt)).unwrap();
     for o in &others {
         let th3 = threads.clone();
         ops::kernel(

@@ -26,9 +26,7 @@ fn a_panicking_rust_kernel_poisons_its_outputs() {
     let input = f64s(&[4], &[5.0, 6.0, 7.0, 8.0]);
     let half = out.slice(&[SliceSpec::range(0, 2)]).unwrap();
     let k = KernelFn::new(|_| panic!("kernel exploded at step {}", 3));
-    let ev = ops::kernel("exploding", &[(&half, Mode::Update), (&input, Mode::Read)], k, Submit::on(&rt).with_event())
-        .unwrap()
-        .unwrap();
+    let ev = ops::kernel("exploding", &[(&half, Mode::Update), (&input, Mode::Read)], k, Submit::on(&rt)).unwrap();
     let e = ev.wait(Some(Duration::from_secs(30))).unwrap_err();
     assert_eq!(e.status(), Status::Panic);
     assert!(e.message().contains("kernel exploded at step 3"), "message: {}", e.message());
@@ -43,8 +41,7 @@ fn a_panicking_rust_kernel_poisons_its_outputs() {
 
     // A reader of the poisoned slice fails with the same error.
     let sum = Tensor::zeros(DType::F64, &[], Order::RowMajor, Domain::Host).unwrap();
-    let r =
-        ops::sum(&sum, &half, None, Submit::on(&rt).with_event()).unwrap().unwrap().wait(Some(Duration::from_secs(30)));
+    let r = ops::sum(&sum, &half, None, Submit::on(&rt)).unwrap().wait(Some(Duration::from_secs(30)));
     let e3 = r.unwrap_err();
     assert_eq!(e3.status(), Status::Panic);
     assert!(e3.message().contains("kernel exploded"), "message: {}", e3.message());

@@ -122,8 +122,8 @@ fn f64s_reader(t: &Tensor) -> (Event, Box<[f64]>) {
     let mut buf = vec![0.0; n].into_boxed_slice();
     // The boxed slice's heap block does not move when the box does, and the
     // caller keeps it until the event completes.
-    let e = unsafe { ops::copy_out(t, buf.as_mut_ptr().cast(), n, None, Submit::default().with_event()) };
-    (e.unwrap().unwrap(), buf)
+    let e = unsafe { ops::copy_out(t, buf.as_mut_ptr().cast(), n, None, Submit::default()) };
+    (e.unwrap(), buf)
 }
 
 #[test]
@@ -337,9 +337,8 @@ fn the_system_blas_when_selected() {
         &a,
         &b,
         Scalar::real(0.0),
-        Submit { runtime: Some(&rt), selector: blas_only, event: true, ..Default::default() },
+        Submit { runtime: Some(&rt), selector: blas_only, ..Default::default() },
     )
-    .unwrap()
     .unwrap();
     match ev.wait(LONG) {
         Ok(()) => {
@@ -355,17 +354,14 @@ fn the_system_blas_when_selected() {
     // A layout BLAS cannot take (negative strides): BLAS declines, and the
     // error names it; with the native backend allowed, the walk goes on.
     let rev = c.slice(&[SliceSpec { start: 2, stop: -1, step: -1, drop: false }, SliceSpec::all(3)]).unwrap();
-    let opts = |sel| Submit { runtime: Some(&rt), selector: sel, event: true, ..Default::default() };
-    let e = ops::gemm(&rev, Scalar::real(1.0), &a, &b, Scalar::real(0.0), opts(blas_only))
-        .unwrap()
-        .unwrap()
-        .wait(LONG)
-        .unwrap_err();
+    let opts = |sel| Submit { runtime: Some(&rt), selector: sel, ..Default::default() };
+    let e =
+        ops::gemm(&rev, Scalar::real(1.0), &a, &b, Scalar::real(0.0), opts(blas_only)).unwrap().wait(LONG).unwrap_err();
     assert_eq!(e.status(), Status::NoBackend);
     assert!(e.message().contains("blas: "), "{}", e.message());
     // (That failure poisoned C; an overwrite cleans it.)
     let both = Selector::only(&[BackendKind::Blas, BackendKind::Native]);
-    ops::assign_product(&rev, Scalar::real(1.0), &a, &b, opts(both)).unwrap().unwrap().wait(LONG).unwrap();
+    ops::assign_product(&rev, Scalar::real(1.0), &a, &b, opts(both)).unwrap().wait(LONG).unwrap();
     let mut want = matmul(&av, &bv, 3, 4, 3);
     want = [6, 7, 8, 3, 4, 5, 0, 1, 2].iter().map(|&k| want[k]).collect();
     assert_close(&read(&c), &want, DType::F64, "native gemm after BLAS declined");
@@ -396,14 +392,8 @@ fn blas_absent_child() {
     let rt = rt();
     let a = make(DType::F64, &[2, 2], Order::RowMajor, &[C::new(1.0, 0.0); 4]);
     let c = Tensor::zeros(DType::F64, &[2, 2], Order::RowMajor, Domain::Host).unwrap();
-    let opts = Submit {
-        runtime: Some(&rt),
-        selector: Selector::only(&[BackendKind::Blas]),
-        event: true,
-        ..Default::default()
-    };
+    let opts = Submit { runtime: Some(&rt), selector: Selector::only(&[BackendKind::Blas]), ..Default::default() };
     let e = ops::gemm(&c, Scalar::real(1.0), &a, &a.clone().transpose().unwrap(), Scalar::real(0.0), opts)
-        .unwrap()
         .unwrap()
         .wait(LONG)
         .unwrap_err();

@@ -35,9 +35,7 @@ fn gated(gate: common::Gate) -> KernelFn {
 fn an_event_future_resolves_when_its_operation_completes() {
     let t = f64s(&[1], &[0.0]);
     let gate = common::Gate::default();
-    let ev = ops::kernel("gated", &[(&t, Mode::Update)], gated(gate.clone()), Submit::default().with_event())
-        .unwrap()
-        .unwrap();
+    let ev = ops::kernel("gated", &[(&t, Mode::Update)], gated(gate.clone()), Submit::default()).unwrap();
     let ev2 = ev.clone();
     let h = std::thread::spawn(move || block_on(ev2));
     std::thread::sleep(Duration::from_millis(50));
@@ -45,8 +43,7 @@ fn an_event_future_resolves_when_its_operation_completes() {
     gate.open();
     h.join().unwrap().unwrap();
     // A failed operation's future gives its error.
-    let ev =
-        ops::kernel("bad", &[(&t, Mode::Update)], failing("broken"), Submit::default().with_event()).unwrap().unwrap();
+    let ev = ops::kernel("bad", &[(&t, Mode::Update)], failing("broken"), Submit::default()).unwrap();
     let e = block_on(ev).unwrap_err();
     assert_eq!(e.status(), Status::KernelFailed);
     assert_eq!(e.message(), "broken");
@@ -64,7 +61,7 @@ fn many_tasks_on_one_executor_each_wake_for_their_own_event() {
     let mut pool = LocalPool::new();
     for (i, t) in tensors.iter().enumerate() {
         tokens.push(ops::external("held", &[(t, Mode::Update)], Submit::default()).unwrap().0);
-        let ev = ops::scale(t, Scalar::real(2.0), Submit::default().with_event()).unwrap().unwrap();
+        let ev = ops::scale(t, Scalar::real(2.0), Submit::default()).unwrap();
         let order = order.clone();
         pool.spawner()
             .spawn_local(async move {
@@ -150,7 +147,7 @@ fn a_read_guard_holds_off_later_writers_until_dropped() {
     let g = t.read_blocking::<f64>().unwrap();
     // Readers do not wait for readers.
     let g2 = t.read_blocking::<f64>().unwrap();
-    let ev = ops::fill(&t, Scalar::real(9.0), Submit::default().with_event()).unwrap().unwrap();
+    let ev = ops::fill(&t, Scalar::real(9.0), Submit::default()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     assert!(!ev.is_complete(), "a writer ran while a read guard lived");
     assert_eq!(g.view().as_slice().unwrap(), &[1.0, 2.0, 3.0]);
@@ -167,7 +164,7 @@ fn a_write_guard_holds_off_readers_and_commits_on_drop() {
     let t = f64s(&[2], &[1.0, 2.0]);
     let out = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
     let mut g = block_on(t.update::<f64>()).unwrap();
-    let ev = ops::copy(&out, &t, Submit::default().with_event()).unwrap().unwrap();
+    let ev = ops::copy(&out, &t, Submit::default()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     assert!(!ev.is_complete(), "a reader ran while an update guard lived");
     g.view_mut()[[1]] = 20.0;
@@ -182,7 +179,7 @@ fn the_guard_future_is_ordered_where_it_was_made() {
     // afterwards waits for the guard even though the future is polled later.
     let t = f64s(&[1], &[1.0]);
     let fut = t.read::<f64>();
-    let ev = ops::fill(&t, Scalar::real(5.0), Submit::default().with_event()).unwrap().unwrap();
+    let ev = ops::fill(&t, Scalar::real(5.0), Submit::default()).unwrap();
     let g = block_on(fut).unwrap();
     assert_eq!(g.view()[[0]], 1.0);
     std::thread::sleep(Duration::from_millis(30));
@@ -456,4 +453,95 @@ fn an_inline_kernel_runs_its_captured_context() {
     )
     .unwrap();
     assert_eq!(t.to_vec::<f64>().unwrap(), vec![10.5, 12.5, 14.5]);
+}
+
+#[test]
+fn a_detached_submission_returns_unit_and_the_operation_still_runs() {
+    let rt = Runtime::new(2).unwrap();
+    let t = f64s(&[3], &[1.0, 2.0, 3.0]);
+    let x = f64s(&[3], &[1.0, 1.0, 1.0]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cb: Callback = Box::new(move |r| tx.send(r.is_ok()).unwrap());
+    let mut cq = CompletionQueue::new().unwrap();
+    let () = ops::scale(&t, Scalar::real(2.0), Submit::on(&rt).detached()).unwrap();
+    let () = ops::axpy(
+        &t,
+        Scalar::real(1.0),
+        &x,
+        Submit { runtime: Some(&rt), callback: Some(cb), ..Default::default() }.detached(),
+    )
+    .unwrap();
+    let () = ops::Kernel::new("plus_ten")
+        .update::<f64>(&t)
+        .submit(Submit { runtime: Some(&rt), cq: Some((&cq, 3)), ..Default::default() }.detached(), |c| {
+            c.array_mut::<f64>(0)?.mapv_inplace(|v| v + 10.0);
+            Ok(())
+        })
+        .unwrap();
+    let (copy, ()) = t.deep_copy(Submit::on(&rt).detached()).unwrap();
+    let (token, ()) = ops::external("held", &[(&x, Mode::Read)], Submit::on(&rt).detached()).unwrap();
+    token.started().wait(None).unwrap();
+    token.finish(Status::Ok, None).unwrap();
+    // The callback and the completion queue still report their operations.
+    assert!(rx.recv_timeout(Duration::from_secs(30)).unwrap());
+    let entry = block_on(cq.next()).unwrap();
+    assert_eq!((entry.tag, entry.result.is_ok()), (3, true));
+    assert_eq!(t.to_vec::<f64>().unwrap(), vec![13.0, 15.0, 17.0]);
+    assert_eq!(copy.to_vec::<f64>().unwrap(), vec![13.0, 15.0, 17.0]);
+    rt.wait_idle(None).unwrap();
+    assert_eq!(rt.stats().completed, 5);
+}
+
+#[test]
+fn a_detached_failure_poisons_what_it_writes_and_reaches_the_callback() {
+    let t = f64s(&[1], &[1.0]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cb: Callback = Box::new(move |r| tx.send(r.clone().map_err(|e| e.message().to_string())).unwrap());
+    let opts = Submit { callback: Some(cb), ..Default::default() }.detached();
+    let () = ops::kernel("bad", &[(&t, Mode::Update)], failing("detached failure"), opts).unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap_err(), "detached failure");
+    let e = t.wait(None).unwrap_err();
+    assert_eq!((e.status(), e.message()), (Status::KernelFailed, "detached failure"));
+    // A refused submission is an error in either form, and enrolls nothing.
+    let e = ops::fill(&t, Scalar::complex(0.0, 1.0), Submit::default().detached()).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+}
+
+#[test]
+fn the_default_form_returns_an_event_with_the_outcome() {
+    let t = f64s(&[2], &[1.0, 2.0]);
+    // Each submission form needs no annotation and gives an Event.
+    let ok: Event = ops::scale(&t, Scalar::real(3.0), Submit::default()).unwrap();
+    ok.wait(None).unwrap();
+    let rt = Runtime::new(1).unwrap();
+    let on: Event = ops::scale(&t, Scalar::real(2.0), Submit::on(&rt)).unwrap();
+    let lit: Event = ops::fill(&t, Scalar::real(6.0), Submit { runtime: Some(&rt), ..Default::default() }).unwrap();
+    on.wait(None).unwrap();
+    lit.wait(None).unwrap();
+    assert_eq!(rt.stats().completed, 2);
+    assert_eq!(t.to_vec::<f64>().unwrap(), vec![6.0, 6.0]);
+    // A failing operation's event completes with its error, the same error
+    // that poisons its output.
+    let bad = ops::kernel("bad", &[(&t, Mode::Update)], failing("evented failure"), Submit::default()).unwrap();
+    let e = bad.wait(None).unwrap_err();
+    assert_eq!((e.status(), e.message(), e.code()), (Status::KernelFailed, "evented failure", 7));
+    assert!(t.wait(None).unwrap_err().same_as(&e));
+    // A reader of the poisoned output: its event gives that error too.
+    let out = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+    let copied = ops::copy(&out, &t, Submit::default()).unwrap();
+    assert!(copied.wait(None).unwrap_err().same_as(&e));
+}
+
+/// A helper generic over the form, as the operations are.
+fn doubled<C: ops::Completion>(t: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
+    ops::scale(t, Scalar::real(2.0), opts)
+}
+
+#[test]
+fn code_generic_over_the_completion_form_serves_both() {
+    let t = f64s(&[1], &[1.0]);
+    let ev: Event = doubled(&t, Submit::default()).unwrap();
+    ev.wait(None).unwrap();
+    let () = doubled(&t, Submit::default().detached()).unwrap();
+    assert_eq!(t.to_vec::<f64>().unwrap(), vec![4.0]);
 }

@@ -47,9 +47,7 @@ fn a_view_released_with_operations_pending_serves_them_and_lets_the_value_reshap
         ops::scale(&mid, Scalar::real(2.0), Submit::on(&rt)).unwrap();
     }
     let mut seen = [0.0f64; 3];
-    let ev = unsafe { ops::copy_out(&row, seen.as_mut_ptr().cast(), 3, None, Submit::on(&rt).with_event()) }
-        .unwrap()
-        .unwrap();
+    let ev = unsafe { ops::copy_out(&row, seen.as_mut_ptr().cast(), 3, None, Submit::on(&rt)) }.unwrap();
     drop(mid);
     drop(row);
     // No live view is left: an overwrite may give the value another shape,
@@ -74,9 +72,7 @@ fn parent_then_view_and_view_then_parent_are_ordered() {
     ops::kernel("parent_writer", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     ops::fill(&t, Scalar::real(7.0), Submit::on(&rt)).unwrap();
     let mut seen = [0.0f64; 2];
-    let ev = unsafe { ops::copy_out(&col, seen.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }
-        .unwrap()
-        .unwrap();
+    let ev = unsafe { ops::copy_out(&col, seen.as_mut_ptr().cast(), 2, None, Submit::on(&rt)) }.unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(ev.poll().is_none(), "the view read ran before the parent's writer");
     gate.open();
@@ -100,11 +96,7 @@ fn conjugate_views() {
     assert!(zc.is_conj() && zc.is_read_only());
     let read = |t: &Tensor| {
         let mut out = [C::new(0.0, 0.0); 2];
-        unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), 2, None, Submit::on(&rt).with_event()) }
-            .unwrap()
-            .unwrap()
-            .wait(LONG)
-            .unwrap();
+        unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), 2, None, Submit::on(&rt)) }.unwrap().wait(LONG).unwrap();
         out
     };
     assert_eq!(read(&zc), [data[0].conj(), data[1].conj()]);
@@ -126,9 +118,8 @@ fn conjugate_views() {
         "sees_conj",
         &[(&zc, Mode::Read)],
         kernel(move |c| f2.store(c.views()[0].conj as usize, Ordering::SeqCst)),
-        Submit::on(&rt).with_event(),
+        Submit::on(&rt),
     )
-    .unwrap()
     .unwrap()
     .wait(LONG)
     .unwrap();
@@ -312,17 +303,17 @@ fn deep_copies_and_structural_copies() {
     let t = iota(&[3]);
     ops::kernel("held", &[(&t, Mode::Update)], blocker(&gate), Submit::on(&rt)).unwrap();
     ops::scale(&t, Scalar::real(2.0), Submit::on(&rt)).unwrap();
-    let (copy, ev) = t.deep_copy(Submit::on(&rt).with_event()).unwrap();
+    let (copy, ev) = t.deep_copy(Submit::on(&rt)).unwrap();
     assert!(!copy.same_value(&t), "a deep copy is a new value on a fresh queue");
     ops::fill(&t, Scalar::real(-5.0), Submit::on(&rt)).unwrap();
     gate.open();
-    ev.unwrap().wait(LONG).unwrap();
+    ev.wait(LONG).unwrap();
     assert_eq!(read_f64(&copy), vec![0.0, 2.0, 4.0], "the copy saw the writes enrolled before it, not after");
     assert_eq!(read_f64(&t), vec![-5.0; 3]);
     let v = t.slice(&[SliceSpec::range(1, 3)]).unwrap();
-    let (w, ev) = v.deep_copy(Submit::on(&rt).with_event()).unwrap();
+    let (w, ev) = v.deep_copy(Submit::on(&rt)).unwrap();
     assert!(!w.is_view() && !w.same_value(&t), "a deep copy of a view is a new value");
-    ev.unwrap().wait(LONG).unwrap();
+    ev.wait(LONG).unwrap();
     assert_eq!(read_f64(&w), vec![-5.0; 2], "it holds the view's elements");
     let s = v.clone();
     assert!(s.is_view() && s.same_value(&t), "a structural copy of a view handle is the same view");
@@ -347,8 +338,7 @@ fn poison_is_tracked_per_region() {
     // An update of a region overlapping the failure fails with the same error,
     // and poisons what it writes: now the right half overlaps a poisoned region.
     let middle = t.slice(&[SliceSpec::range(1, 3)]).unwrap();
-    let e =
-        ops::scale(&middle, Scalar::real(2.0), Submit::on(&rt).with_event()).unwrap().unwrap().wait(LONG).unwrap_err();
+    let e = ops::scale(&middle, Scalar::real(2.0), Submit::on(&rt)).unwrap().wait(LONG).unwrap_err();
     assert_eq!(e.origin(), "left_writer");
     assert_eq!(right.wait(LONG).unwrap_err().origin(), "left_writer");
     // An overwrite of a region covering both failures cleans the value.

@@ -19,7 +19,7 @@ impl BlockedWriter {
             }
             Ok(())
         });
-        ops::kernel("block", &[(t, Mode::Update)], block, Submit::on(rt)).unwrap();
+        ops::kernel("block", &[(t, Mode::Update)], block, Submit::on(rt).detached()).unwrap();
         BlockedWriter(gate)
     }
 

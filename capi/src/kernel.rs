@@ -6,7 +6,8 @@ use std::ffi::{c_char, c_void, CStr};
 use smallvec::SmallVec;
 
 use super::args::list_arg;
-use super::ops::{submit_borrowing, submit_in};
+use super::handles::Borrows;
+use super::ops::{per_form, submit_borrowing, submit_in};
 use super::{borrowed, guard, need};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_kernel_fn, ta_range_fn, ta_status, ta_submit, ta_view};
 use ta::ops::{self, KernelCall, KernelFailure, KernelFn, KernelResult, OpName};
@@ -125,27 +126,45 @@ pub extern "C" fn ta_kernel_submit(
         let acc = list_arg(accesses, naccesses, O, "accesses")?;
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
-        submit_borrowing(O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
-            let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
-            for (i, a) in acc.iter().enumerate() {
-                let t = borrowed(b, a.tensor, O, "accesses[].tensor")?;
-                let m = Mode::from_u32(a.mode).ok_or_else(|| {
-                    Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
-                })?;
-                operands.push((t, m));
-            }
-            let name = if name.is_null() {
-                OpName::from("kernel")
-            } else {
-                // SAFETY: a non-NULL name is a NUL-terminated string that the C
-                // contract keeps valid until the operation completes.
-                unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
-            };
+        per_form!(event_out, |form| submit_borrowing(form, O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
+            let (operands, name) = operands_and_name(b, acc, name, "kernel", O)?;
             let ck = CKernelRef { f, userdata };
             let k = KernelFn::inline(move |call| trampoline(ck, call));
-            submit_in(b, O, opts, !event_out.is_null(), |s| ops::kernel(name, &operands, k, s))
-        })
+            submit_in(form, b, O, opts, |s| ops::kernel(name, &operands, k, s))
+        }))
     })
+}
+
+/// The operands of a submission, each with its access mode.
+pub(crate) type Operands<'b> = SmallVec<[(&'b ta::Tensor, Mode); 4]>;
+
+/// The operands of a kernel or external submission, looked up in `b`, and
+/// its name: the C string `name`, not copied, or `default` for NULL.
+/// Inlined, like the submission path it is part of.
+#[inline(always)]
+pub(crate) fn operands_and_name<'b>(
+    b: &'b Borrows,
+    acc: &[ta_access],
+    name: *const c_char,
+    default: &'static str,
+    origin: &'static str,
+) -> Result<(Operands<'b>, OpName), Error> {
+    let mut operands = Operands::new();
+    for (i, a) in acc.iter().enumerate() {
+        let t = borrowed(b, a.tensor, origin, "accesses[].tensor")?;
+        let m = Mode::from_u32(a.mode).ok_or_else(|| {
+            Error::new(Status::InvalidArgument, origin, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
+        })?;
+        operands.push((t, m));
+    }
+    let name = if name.is_null() {
+        OpName::from(default)
+    } else {
+        // SAFETY: a non-NULL name is a NUL-terminated string that the C
+        // contract keeps valid until the operation completes.
+        unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
+    };
+    Ok((operands, name))
 }
 
 /// Set the message of the error a running kernel is about to return. `ctx`

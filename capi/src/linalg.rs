@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use super::args::array_arg;
-use super::ops::submit_with;
+use super::ops::{per_form, submit_with};
 use super::{arg, guard};
 use super::{ta_diag, ta_error, ta_event, ta_scalar, ta_side, ta_status, ta_submit, ta_tensor, ta_uplo};
 use super::{TA_DIAG_NON_UNIT, TA_DIAG_UNIT, TA_SIDE_LEFT, TA_SIDE_RIGHT, TA_UPLO_LOWER, TA_UPLO_UPPER};
@@ -84,7 +84,14 @@ fn gemm(
     guard(origin, error, || {
         let (c, a, b) = three(c, a, b, origin)?;
         let (al, be) = (alpha.hold(origin, "alpha")?, beta.hold(origin, "beta")?);
-        submit_with(origin, opts, event_out, |s| ops::gemm(&c, al.arg(), &a, &b, be.arg(), s))
+        per_form!(event_out, |form| submit_with(form, origin, opts, event_out, |s| ops::gemm(
+            &c,
+            al.arg(),
+            &a,
+            &b,
+            be.arg(),
+            s
+        )))
     })
 }
 
@@ -104,10 +111,10 @@ fn product(
     guard(origin, error, || {
         let (c, a, b) = three(c, a, b, origin)?;
         let al = alpha.hold(origin, "alpha")?;
-        submit_with(origin, opts, event_out, |s| match add {
+        per_form!(event_out, |form| submit_with(form, origin, opts, event_out, |s| match add {
             false => ops::assign_product(&c, al.arg(), &a, &b, s),
             true => ops::add_product(&c, al.arg(), &a, &b, s),
-        })
+        }))
     })
 }
 
@@ -235,7 +242,16 @@ pub extern "C" fn ta_contract(
         let (aa, ba) = (array_arg(a_axes, naxes, O, "a_axes")?, array_arg(b_axes, naxes, O, "b_axes")?);
         // SAFETY: a non-NULL `beta` points to a readable ta_scalar by the C contract.
         let beta = (!beta.is_null()).then(|| ScalarArg::Value(sc(unsafe { *beta })));
-        submit_with(O, opts, event_out, |s| ops::contract(&c, sc(alpha), &a, &b, aa, ba, beta, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::contract(
+            &c,
+            sc(alpha),
+            &a,
+            &b,
+            aa,
+            ba,
+            beta,
+            s
+        )))
     })
 }
 
@@ -259,7 +275,7 @@ pub extern "C" fn ta_permute(
     guard(O, error, || {
         let (d, s0) = (arg(dst, O, "dst")?, arg(src, O, "src")?);
         let perm = array_arg(perm, rank, O, "perm")?;
-        submit_with(O, opts, event_out, |s| ops::permute(&d, &s0, perm, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::permute(&d, &s0, perm, s)))
     })
 }
 
@@ -277,7 +293,7 @@ pub extern "C" fn ta_conj(
     const O: &str = "ta_conj";
     guard(O, error, || {
         let (d, s0) = (arg(dst, O, "dst")?, arg(src, O, "src")?);
-        submit_with(O, opts, event_out, |s| ops::conj(&d, &s0, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::conj(&d, &s0, s)))
     })
 }
 
@@ -302,7 +318,7 @@ pub extern "C" fn ta_sum(
     guard(O, error, || {
         let (o, xt) = (arg(out, O, "out")?, arg(x, O, "x")?);
         let axes = if axes.is_null() { None } else { Some(array_arg(axes, naxes, O, "axes")?) };
-        submit_with(O, opts, event_out, |s| ops::sum(&o, &xt, axes, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::sum(&o, &xt, axes, s)))
     })
 }
 
@@ -321,7 +337,13 @@ pub extern "C" fn ta_dot(
     const O: &str = "ta_dot";
     guard(O, error, || {
         let (o, xt, yt) = (arg(out, O, "out")?, arg(x, O, "x")?, arg(y, O, "y")?);
-        submit_with(O, opts, event_out, |s| ops::dot(&o, &xt, &yt, conjugate != 0, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::dot(
+            &o,
+            &xt,
+            &yt,
+            conjugate != 0,
+            s
+        )))
     })
 }
 
@@ -338,7 +360,7 @@ pub extern "C" fn ta_norm2(
     const O: &str = "ta_norm2";
     guard(O, error, || {
         let (o, xt) = (arg(out, O, "out")?, arg(x, O, "x")?);
-        submit_with(O, opts, event_out, |s| ops::norm2(&o, &xt, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::norm2(&o, &xt, s)))
     })
 }
 
@@ -360,7 +382,7 @@ pub extern "C" fn ta_potrf(
     guard(O, error, || {
         let at = arg(a, O, "a")?;
         let u = uplo_arg(uplo, O)?;
-        submit_with(O, opts, event_out, |s| ops::potrf(&at, u, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::potrf(&at, u, s)))
     })
 }
 
@@ -394,7 +416,15 @@ pub extern "C" fn ta_trsm(
             x => return Err(Error::new(Status::InvalidArgument, O, format!("unknown diag {x}"))),
         };
         let u = uplo_arg(uplo, O)?;
-        submit_with(O, opts, event_out, |s| ops::trsm(&bt, left, u, unit, sc(alpha), &at, s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::trsm(
+            &bt,
+            left,
+            u,
+            unit,
+            sc(alpha),
+            &at,
+            s
+        )))
     })
 }
 
@@ -415,7 +445,14 @@ pub extern "C" fn ta_syrk(
     guard(O, error, || {
         let (ct, at) = (arg(c, O, "c")?, arg(a, O, "a")?);
         let u = uplo_arg(uplo, O)?;
-        submit_with(O, opts, event_out, |s| ops::syrk(&ct, u, sc(alpha), &at, Some(sc(beta)), s))
+        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::syrk(
+            &ct,
+            u,
+            sc(alpha),
+            &at,
+            Some(sc(beta)),
+            s
+        )))
     })
 }
 

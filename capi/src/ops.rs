@@ -1,12 +1,13 @@
 //! Submitting operations: fill, scale, axpy, copies.
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
 use super::args::{array_arg, layout_arg};
 use super::handles::{self, Borrows};
 use super::{arg, borrowed, guard, need, put, raw};
 use super::{ta_error, ta_event, ta_scalar, ta_status, ta_submit, ta_tensor};
-use ta::ops::{self, Submit};
+use ta::ops::{self, Completion, Detached, Evented, Submit};
 use ta::Order;
 use ta::Selector;
 use ta::{CompletionQueue, Event, Runtime};
@@ -96,64 +97,114 @@ impl<R: RuntimeRef> Opts<R> {
         Ok(Opts { runtime, cq, callback, selector, transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0, priority })
     }
 
-    fn submit(&mut self, event: bool) -> Submit<'_> {
+    fn submit<C: Completion>(&mut self) -> Submit<'_, C> {
         Submit {
             runtime: self.runtime.as_ref().map(|r| r.runtime()),
-            event,
             callback: self.callback.take(),
             cq: self.cq.as_ref().map(|(q, t)| (q, *t)),
             selector: self.selector,
             transfer: self.transfer,
             priority: self.priority,
+            completion: PhantomData,
         }
     }
 }
 
-/// Decode options, run the submission, and store the event handle if asked.
-pub(crate) fn submit_with(
-    origin: &'static str,
-    opts: *const ta_submit,
-    event_out: *mut *mut ta_event,
-    f: impl FnOnce(Submit<'_>) -> ta::Result<Option<Event>>,
-) -> Result<(), Error> {
-    let mut o = Opts::decode(opts, origin)?;
-    let slot = event_slot(event_out, origin)?;
-    let ev = f(o.submit(!event_out.is_null()))?;
-    put_event(event_out, ev, slot);
-    Ok(())
+/// Evaluate `$body` with `$form` bound to the completion form that
+/// `$event_out` asks for: [`Detached`] where it is NULL (no event is made and
+/// no handle slot taken), [`Evented`] otherwise. The body is instantiated
+/// once per form (closures cannot be generic); the helpers below take the
+/// form as their first argument.
+macro_rules! per_form {
+    ($event_out:expr, |$form:ident| $body:expr) => {
+        if $event_out.is_null() {
+            let $form = ::ta::ops::Detached;
+            $body
+        } else {
+            let $form = ::ta::ops::Evented;
+            $body
+        }
+    };
+}
+pub(crate) use per_form;
+
+/// How a completion form reaches `event_out` (see [`per_form`]).
+pub(crate) trait Deliver: Completion + Copy {
+    /// What is set aside before the operation is enrolled.
+    type Slot;
+    fn reserve(origin: &'static str) -> Result<Self::Slot, Error>;
+    fn deliver(event_out: *mut *mut ta_event, out: Self::Output, slot: Self::Slot);
 }
 
-/// The handle slot for the event of a submission that asks for one, taken
-/// before the operation is enrolled: once it is, the submission cannot
-/// fail (see [`handles::reserve`]).
-fn event_slot(event_out: *mut *mut ta_event, origin: &'static str) -> Result<Option<handles::Reserved>, Error> {
-    if event_out.is_null() {
-        return Ok(None);
+/// `event_out` is not NULL: it receives a handle for the event.
+impl Deliver for Evented {
+    type Slot = handles::Reserved;
+    /// The handle slot is taken before the operation is enrolled: once it
+    /// is, the submission cannot fail (see [`handles::reserve`]).
+    #[inline]
+    fn reserve(origin: &'static str) -> Result<handles::Reserved, Error> {
+        handles::reserve().ok_or_else(|| Error::new(Status::OutOfMemory, origin, "the handle table is full"))
     }
-    handles::reserve().map(Some).ok_or_else(|| Error::new(Status::OutOfMemory, origin, "the handle table is full"))
-}
-
-/// Give `event_out` a handle for the submission's event, if it made one,
-/// in the slot taken for it (an unused slot goes back to the table).
-fn put_event(event_out: *mut *mut ta_event, ev: Option<Event>, slot: Option<handles::Reserved>) {
-    if let (Some(ev), Some(slot)) = (ev, slot) {
+    #[inline]
+    fn deliver(event_out: *mut *mut ta_event, ev: Event, slot: handles::Reserved) {
         put(event_out, super::fill_handle(slot, ev));
     }
 }
 
+/// `event_out` is NULL: nothing to set aside or deliver.
+impl Deliver for Detached {
+    type Slot = ();
+    #[inline]
+    fn reserve(_: &'static str) -> Result<(), Error> {
+        Ok(())
+    }
+    #[inline]
+    fn deliver(_: *mut *mut ta_event, (): (), (): ()) {}
+}
+
+/// Decode options, run the submission, and store the event handle if asked
+/// (`form` from [`per_form`]).
+pub(crate) fn submit_with<C: Deliver>(
+    _form: C,
+    origin: &'static str,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+    f: impl FnOnce(Submit<'_, C>) -> ta::Result<C::Output>,
+) -> Result<(), Error> {
+    let mut o = Opts::decode(opts, origin)?;
+    let slot = C::reserve(origin)?;
+    let out = f(o.submit())?;
+    C::deliver(event_out, out, slot);
+    Ok(())
+}
+
+/// What [`submit_with`] checks before it submits, for a call that schedules
+/// nothing (the event slot taken goes back to the table).
+pub(crate) fn check_submission(
+    origin: &'static str,
+    opts: *const ta_submit,
+    event_out: *mut *mut ta_event,
+) -> Result<(), Error> {
+    Opts::decode(opts, origin)?;
+    if !event_out.is_null() {
+        Evented::reserve(origin)?;
+    }
+    Ok(())
+}
+
 /// As [`submit_with`], with the runtime looked up in `b` (which must have
 /// locked the shard of `opts.runtime`: see [`lock_runtime`]), and returning
-/// the event: the caller makes its handle once it has let `b` go (see
-/// [`super::handles::Borrows`]).
-pub(crate) fn submit_in(
+/// what the operation returns: the caller makes the event's handle once it
+/// has let `b` go (see [`super::handles::Borrows`]).
+pub(crate) fn submit_in<C: Completion>(
+    _form: C,
     b: &Borrows,
     origin: &'static str,
     opts: *const ta_submit,
-    event: bool,
-    f: impl FnOnce(Submit<'_>) -> ta::Result<Option<Event>>,
-) -> Result<Option<Event>, Error> {
+    f: impl FnOnce(Submit<'_, C>) -> ta::Result<C::Output>,
+) -> Result<C::Output, Error> {
     let mut o = Opts::decode_with(opts, origin, |h, origin, what| borrowed(b, h, origin, what))?;
-    f(o.submit(event))
+    f(o.submit())
 }
 
 /// Run a submission (`body`, which looks its handles up in the `Borrows` it
@@ -165,17 +216,18 @@ pub(crate) fn submit_in(
 /// [`Borrows`]). Inlined into each caller, like the lookups it serves
 /// (out of line: 50 more instructions per `ta_kernel_submit`, callgrind).
 #[inline(always)]
-pub(crate) fn submit_borrowing(
+pub(crate) fn submit_borrowing<C: Deliver>(
+    _form: C,
     origin: &'static str,
     tensors: impl IntoIterator<Item = *const ta_tensor>,
     opts: *const ta_submit,
     event_out: *mut *mut ta_event,
-    body: impl FnOnce(&Borrows) -> Result<Option<Event>, Error>,
+    body: impl FnOnce(&Borrows) -> Result<C::Output, Error>,
 ) -> Result<(), Error> {
     // Before the shards are read-locked: taking the slot write-locks this
     // thread's shard.
-    let slot = event_slot(event_out, origin)?;
-    let ev = {
+    let slot = C::reserve(origin)?;
+    let out = {
         let mut b = Borrows::new();
         for h in tensors {
             b.lock(raw(h));
@@ -183,26 +235,27 @@ pub(crate) fn submit_borrowing(
         lock_runtime(&mut b, opts);
         body(&b)?
     };
-    put_event(event_out, ev, slot);
+    C::deliver(event_out, out, slot);
     Ok(())
 }
 
 /// [`submit_borrowing`] for a fixed list of tensors (handle, argument name),
 /// looked up in order and passed to `f` with the submission options.
-pub(crate) fn submit_on<const N: usize>(
+pub(crate) fn submit_on<C: Deliver, const N: usize>(
+    form: C,
     origin: &'static str,
     tensors: [(*const ta_tensor, &str); N],
     opts: *const ta_submit,
     event_out: *mut *mut ta_event,
-    f: impl FnOnce([&ta::Tensor; N], Submit<'_>) -> ta::Result<Option<Event>>,
+    f: impl FnOnce([&ta::Tensor; N], Submit<'_, C>) -> ta::Result<C::Output>,
 ) -> Result<(), Error> {
-    submit_borrowing(origin, tensors.map(|(h, _)| h), opts, event_out, |b| {
+    submit_borrowing(form, origin, tensors.map(|(h, _)| h), opts, event_out, |b| {
         let mut found: [Option<&ta::Tensor>; N] = [None; N];
         for (slot, (h, what)) in found.iter_mut().zip(&tensors) {
             *slot = Some(borrowed(b, *h, origin, what)?);
         }
         let ts = found.map(|t| t.expect("every operand was looked up"));
-        submit_in(b, origin, opts, !event_out.is_null(), |s| f(ts, s))
+        submit_in(form, b, origin, opts, |s| f(ts, s))
     })
 }
 
@@ -236,7 +289,13 @@ pub extern "C" fn ta_fill(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_fill";
-    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, scalar(value), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(
+            t,
+            scalar(value),
+            s
+        )))
+    })
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` fails the operation).
@@ -251,7 +310,13 @@ pub extern "C" fn ta_scale(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_scale";
-    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, scalar(alpha), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(x, "x")], opts, event_out, |[t], s| ops::scale(
+            t,
+            scalar(alpha),
+            s
+        )))
+    })
 }
 
 /// `ta_fill` with an exact 64-bit signed integer (a double cannot name every
@@ -267,7 +332,13 @@ pub extern "C" fn ta_fill_i64(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_fill_i64";
-    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, Imm::int(value), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(
+            t,
+            Imm::int(value),
+            s
+        )))
+    })
 }
 
 /// `ta_fill` with an exact 64-bit unsigned integer, as `ta_fill_i64`.
@@ -280,7 +351,13 @@ pub extern "C" fn ta_fill_u64(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_fill_u64";
-    guard(O, error, || submit_on(O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(t, Imm::uint(value), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(tensor, "tensor")], opts, event_out, |[t], s| ops::fill(
+            t,
+            Imm::uint(value),
+            s
+        )))
+    })
 }
 
 /// `ta_scale` with an exact 64-bit signed integer `alpha`, checked as
@@ -294,7 +371,13 @@ pub extern "C" fn ta_scale_i64(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_scale_i64";
-    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, Imm::int(alpha), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(x, "x")], opts, event_out, |[t], s| ops::scale(
+            t,
+            Imm::int(alpha),
+            s
+        )))
+    })
 }
 
 /// `ta_scale` with an exact 64-bit unsigned integer `alpha`, as `ta_scale_i64`.
@@ -307,7 +390,13 @@ pub extern "C" fn ta_scale_u64(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_scale_u64";
-    guard(O, error, || submit_on(O, [(x, "x")], opts, event_out, |[t], s| ops::scale(t, Imm::uint(alpha), s)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(x, "x")], opts, event_out, |[t], s| ops::scale(
+            t,
+            Imm::uint(alpha),
+            s
+        )))
+    })
 }
 
 /// `y = alpha * x + y`. Shapes and dtypes must match; `x` and `y` must be
@@ -323,7 +412,12 @@ pub extern "C" fn ta_axpy(
 ) -> ta_status {
     const O: &str = "ta_axpy";
     guard(O, error, || {
-        submit_on(O, [(y, "y"), (x, "x")], opts, event_out, |[ty, tx], s| ops::axpy(ty, scalar(alpha), tx, s))
+        per_form!(event_out, |form| submit_on(form, O, [(y, "y"), (x, "x")], opts, event_out, |[ty, tx], s| ops::axpy(
+            ty,
+            scalar(alpha),
+            tx,
+            s
+        )))
     })
 }
 
@@ -341,7 +435,11 @@ pub extern "C" fn ta_copy(
     error: *mut *mut ta_error,
 ) -> ta_status {
     const O: &str = "ta_copy";
-    guard(O, error, || submit_on(O, [(dst, "dst"), (src, "src")], opts, event_out, |[d, s], o| ops::copy(d, s, o)))
+    guard(O, error, || {
+        per_form!(event_out, |form| submit_on(form, O, [(dst, "dst"), (src, "src")], opts, event_out, |[d, s], o| {
+            ops::copy(d, s, o)
+        }))
+    })
 }
 
 /// Copy host memory into `dst` asynchronously. `src` is the address of
@@ -367,7 +465,9 @@ pub extern "C" fn ta_copy_in(
     guard(O, error, || {
         let layout = layout_arg(rank, extents, src_strides, Order::RowMajor, O)?;
         // SAFETY: forwarded C contract: `src` stays valid until completion.
-        submit_on(O, [(dst, "dst")], opts, event_out, |[d], s| unsafe { ops::copy_in(d, src.cast(), layout, s) })
+        per_form!(event_out, |form| submit_on(form, O, [(dst, "dst")], opts, event_out, |[d], s| unsafe {
+            ops::copy_in(d, src.cast(), layout, s)
+        }))
     })
 }
 
@@ -391,7 +491,7 @@ pub extern "C" fn ta_copy_out(
     const O: &str = "ta_copy_out";
     guard(O, error, || {
         need(dst, O, "dst")?;
-        submit_on(O, [(src, "src")], opts, event_out, |[s], o| {
+        per_form!(event_out, |form| submit_on(form, O, [(src, "src")], opts, event_out, |[s], o| {
             let strides = if dst_strides.is_null() {
                 None
             } else {
@@ -400,6 +500,6 @@ pub extern "C" fn ta_copy_out(
             };
             // SAFETY: forwarded C contract: `dst` stays valid until completion.
             unsafe { ops::copy_out(s, dst.cast(), capacity, strides, o) }
-        })
+        }))
     })
 }

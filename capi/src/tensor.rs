@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 
 use super::args::{array_arg, domain_arg, dtype_arg, layout_arg, order_arg, timeout_arg};
+use super::ops::{check_submission, per_form, submit_with};
 use super::{arg, guard, make_handle, need, put, ta_error, ta_status, ta_tensor};
 use super::{ta_domain, ta_dtype, ta_order, ta_release_fn};
 use ta::Layout;
@@ -424,20 +425,24 @@ pub extern "C" fn ta_tensor_clone(
     guard(O, error, || {
         need(copy_out, O, "copy_out")?;
         let t = arg(tensor, O, "tensor")?;
-        let mut fresh = None;
-        super::ops::submit_with(O, opts, event_out, |s| {
-            if t.is_view() {
-                fresh = Some(t.clone()); // a structural copy: the same view
-                return Ok(None);
+        let fresh = if t.is_view() {
+            // A structural copy (the same view): nothing is scheduled, but the
+            // options are checked as for the copy of a whole tensor.
+            check_submission(O, opts, event_out)?;
+            if !event_out.is_null() {
+                put(event_out, std::ptr::null_mut());
             }
-            let (c, ev) = t.deep_copy(s)?;
-            fresh = Some(c);
-            Ok(ev)
-        })?;
-        if t.is_view() && !event_out.is_null() {
-            put(event_out, std::ptr::null_mut()); // nothing was scheduled
-        }
-        put(copy_out, make_handle(fresh.expect("set on success"), O)?);
+            t.clone()
+        } else {
+            let mut fresh = None;
+            per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| {
+                let (c, out) = t.deep_copy(s)?;
+                fresh = Some(c);
+                Ok(out)
+            }))?;
+            fresh.expect("set on success")
+        };
+        put(copy_out, make_handle(fresh, O)?);
         Ok(())
     })
 }

@@ -3,15 +3,12 @@
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use super::args::array_arg;
-use super::mapping::{c_view, mode_arg};
-use super::ops::{submit_borrowing, submit_in};
-use super::{borrowed, guard, make_handle, need, put};
+use super::kernel::operands_and_name;
+use super::mapping::c_view;
+use super::ops::{per_form, submit_borrowing, submit_in};
+use super::{guard, make_handle, need, put};
 use super::{ta_access, ta_error, ta_event, ta_kernel_ctx, ta_status, ta_submit, ta_token, ta_view};
-use ta::ops::OpName;
-use ta::Mode;
 use ta::{Error, Status};
 
 /// Inside a user kernel: defer the operation's completion. The operation
@@ -66,28 +63,21 @@ pub extern "C" fn ta_external_submit(
         need(token_out, O, "token_out")?;
         let acc = array_arg(accesses, naccesses, O, "accesses")?;
         let mut token = None;
-        submit_borrowing(O, acc.iter().map(|a| a.tensor), options, event_out, |b| {
-            let mut operands: SmallVec<[(&ta::Tensor, Mode); 4]> = SmallVec::new();
-            for (i, a) in acc.iter().enumerate() {
-                let t = borrowed(b, a.tensor, O, "accesses[].tensor")?;
-                let m = mode_arg(a.mode, O).map_err(|_| {
-                    Error::new(Status::InvalidArgument, O, format!("accesses[{i}].mode {} is not a ta_mode", a.mode))
-                })?;
-                operands.push((t, m));
+        per_form!(event_out, |form| submit_borrowing(
+            form,
+            O,
+            acc.iter().map(|a| a.tensor),
+            options,
+            event_out,
+            |b| {
+                let (operands, name) = operands_and_name(b, acc, name, "external", O)?;
+                submit_in(form, b, O, options, |s| {
+                    let (t, out) = ta::ops::external(name, &operands, s)?;
+                    token = Some(Arc::new(t));
+                    Ok(out)
+                })
             }
-            let name = if name.is_null() {
-                OpName::from("external")
-            } else {
-                // SAFETY: a non-NULL name is a NUL-terminated string that the C
-                // contract keeps valid until the operation completes.
-                unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
-            };
-            submit_in(b, O, options, !event_out.is_null(), |s| {
-                let (t, ev) = ta::ops::external(name, &operands, s)?;
-                token = Some(Arc::new(t));
-                Ok(ev)
-            })
-        })?;
+        ))?;
         let token = token.expect("set on success");
         let started = token.started().clone();
         // The submission is made: from here on only handles are created.

@@ -9,6 +9,9 @@
 mod cabi;
 
 use cabi::*;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use ta::failpoint::{armed, fail_nth, Site};
 
 const NR: *mut *mut ta_error = std::ptr::null_mut();
@@ -187,6 +190,57 @@ fn the_nth_allocation_fails_and_only_allocations_count() {
         expect_oom(st, ev, err, Site::Event, "event");
         assert_eq!(live_handles(), start);
         assert_eq!(ta_tensor_free(t), TA_STATUS_OK);
+    }
+}
+
+/// With a NULL `event_out`, every kind of submission (one and two operands,
+/// linear algebra, a kernel, a deep copy) makes no event and takes no
+/// handle slot for one: with both sites armed, each call succeeds and
+/// leaves them armed.
+#[test]
+fn a_submission_without_event_out_makes_no_event_and_takes_no_handle() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    /// Counts its runs in the `AtomicU32` behind `ud`.
+    unsafe extern "C" fn count(_v: *const ta_view, _n: usize, ud: *mut c_void, _ctx: *mut ta_kernel_ctx) -> ta_status {
+        // SAFETY: `ud` is the test's counter, which outlives the runtime's work.
+        unsafe { &*ud.cast::<AtomicU32>() }.fetch_add(1, Ordering::SeqCst);
+        TA_STATUS_OK
+    }
+    let runs = AtomicU32::new(0);
+    let x = tensor(&[1.0, 2.0, 3.0]);
+    let y = tensor(&[10.0, 20.0, 30.0]);
+    let z = tensor(&[0.0, 0.0, 0.0]);
+    let start = live_handles();
+    let none = std::ptr::null_mut();
+    let two = ta_scalar { re: 2.0, im: 0.0 };
+    fail_nth(Site::Event, 1);
+    fail_nth(Site::Handle, 1);
+    let mut copy = std::ptr::null_mut();
+    // SAFETY: live handles, NULL options and event outputs.
+    unsafe {
+        assert_eq!(ta_scale(y, two, std::ptr::null(), none, NR), TA_STATUS_OK);
+        assert_eq!(ta_axpy(y, two, x, std::ptr::null(), none, NR), TA_STATUS_OK);
+        assert_eq!(ta_conj(z, y, std::ptr::null(), none, NR), TA_STATUS_OK);
+        let acc = [ta_access { tensor: z, mode: TA_MODE_UPDATE }];
+        let ud = (&runs as *const AtomicU32).cast_mut().cast();
+        let st = ta_kernel_submit(Some(count), ud, c"k".as_ptr(), acc.as_ptr(), 1, std::ptr::null(), none, NR);
+        assert_eq!(st, TA_STATUS_OK);
+        assert!(armed(Site::Handle), "only a handle for the clone is made below");
+        fail_nth(Site::Handle, 0);
+        assert_eq!(ta_tensor_clone(z, std::ptr::null(), &mut copy, none, NR), TA_STATUS_OK);
+    }
+    assert!(armed(Site::Event), "a submission without event_out made an event");
+    fail_nth(Site::Event, 0);
+    assert_eq!(read(y, 3), vec![22.0, 44.0, 66.0]);
+    assert_eq!(read(z, 3), vec![22.0, 44.0, 66.0]);
+    assert_eq!(read(copy, 3), vec![22.0, 44.0, 66.0]);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(live_handles(), start + 1);
+    // SAFETY: live tensor handles, freed once.
+    unsafe {
+        for t in [x, y, z, copy] {
+            assert_eq!(ta_tensor_free(t), TA_STATUS_OK);
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Copies: tensor to tensor (any strides), host memory in, host memory out.
 
 use super::checks::same_extents;
-use super::submit::{submit, Submit};
+use super::submit::{submit, Completion, Submit};
 use super::Body;
 use crate::backends::registry;
 use crate::dispatch::{HostBuffer, KernelOp, OpTag};
@@ -9,7 +9,6 @@ use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
-use crate::runtime::Event;
 use crate::tensor::handle::Tensor;
 use crate::tensor::value::Value;
 
@@ -25,7 +24,7 @@ use crate::tensor::value::Value;
 /// ops::copy(&dst, &src.transpose().unwrap(), Submit::default()).unwrap();
 /// assert_eq!(dst.to_vec::<u16>().unwrap(), vec![1, 3, 2, 4]);
 /// ```
-pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn copy<C: Completion>(dst: &Tensor, src: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
     const ORIGIN: &str = "copy";
     if dst.dtype() != src.dtype() {
         return Err(Error::new(
@@ -70,11 +69,16 @@ pub fn copy(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event
 /// let dst = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
 /// let layout = Layout::contiguous(&[2, 3], Order::ColMajor);
 /// // SAFETY: `host` outlives the operation, which the wait below completes.
-/// let ev = unsafe { ops::copy_in(&dst, host.as_ptr().cast(), layout, Submit::default().with_event()) };
-/// ev.unwrap().unwrap().wait(None).unwrap();
+/// let ev = unsafe { ops::copy_in(&dst, host.as_ptr().cast(), layout, Submit::default()) };
+/// ev.unwrap().wait(None).unwrap();
 /// assert_eq!(dst.to_vec::<f64>().unwrap(), vec![1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
 /// ```
-pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_>) -> Result<Option<Event>> {
+pub unsafe fn copy_in<C: Completion>(
+    dst: &Tensor,
+    ptr: *const u8,
+    src: Layout,
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     const ORIGIN: &str = "copy_in";
     check_host_buffer(ptr, &src, dst, ORIGIN)?;
     let candidates = registry::select(OpTag::CopyIn, dst.dtype(), dst.domain(), opts.selector, ORIGIN)?;
@@ -115,17 +119,17 @@ pub unsafe fn copy_in(dst: &Tensor, ptr: *const u8, src: Layout, opts: Submit<'_
 /// let src = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1i64, 2, 3, 4]).unwrap();
 /// let mut host = [0i64; 4];
 /// // SAFETY: `host` has room for 4 elements and outlives the operation, which the wait completes.
-/// let ev = unsafe { ops::copy_out(&src, host.as_mut_ptr().cast(), 4, Some(&[1, 2]), Submit::default().with_event()) };
-/// ev.unwrap().unwrap().wait(None).unwrap();
+/// let ev = unsafe { ops::copy_out(&src, host.as_mut_ptr().cast(), 4, Some(&[1, 2]), Submit::default()) };
+/// ev.unwrap().wait(None).unwrap();
 /// assert_eq!(host, [1, 3, 2, 4]); // column-major
 /// ```
-pub unsafe fn copy_out(
+pub unsafe fn copy_out<C: Completion>(
     src: &Tensor,
     ptr: *mut u8,
     capacity: usize,
     strides: Option<&[isize]>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     const ORIGIN: &str = "copy_out";
     let Some(extents) = src.extents() else {
         return Err(Error::new(Status::Unconstructed, ORIGIN, "the source tensor is unconstructed"));

@@ -1,14 +1,13 @@
 //! Element-wise operations: fill, scale, axpy.
 
 use super::checks::{same_dtype_and_domain, same_extents};
-use super::submit::{submit, Submit};
+use super::submit::{submit, Completion, Submit};
 use super::Body;
 use crate::backends::registry;
 use crate::dispatch::{KernelOp, OpTag};
 use crate::dtype::{Imm, Scalar};
 use crate::error::Result;
 use crate::queue::Mode;
-use crate::runtime::Event;
 use crate::tensor::handle::Tensor;
 
 /// Set every element of `t` to `value` (an overwrite: clears a poison).
@@ -19,7 +18,7 @@ use crate::tensor::handle::Tensor;
 /// ops::fill(&t, Imm::int(7), Submit::default()).unwrap();
 /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7, 7, 7]);
 /// ```
-pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn fill<C: Completion>(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_, C>) -> Result<C::Output> {
     const ORIGIN: &str = "fill";
     let value = value.into();
     value.check_for(t.dtype(), ORIGIN)?;
@@ -36,7 +35,7 @@ pub fn fill(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_>) -> Result<Optio
 /// ops::scale(&x, Scalar::real(2.0), Submit::default()).unwrap();
 /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, -4.0, 7.0]);
 /// ```
-pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn scale<C: Completion>(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_, C>) -> Result<C::Output> {
     const ORIGIN: &str = "scale";
     let alpha = alpha.into();
     alpha.check_for(x.dtype(), ORIGIN)?;
@@ -54,7 +53,7 @@ pub fn scale(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_>) -> Result<Opti
 /// ops::axpy(&y, Scalar::real(2.0), &x, Submit::default()).unwrap();
 /// assert_eq!(y.to_vec::<f64>().unwrap(), vec![12.0, 24.0, 36.0]);
 /// ```
-pub fn axpy(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn axpy<C: Completion>(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
     const ORIGIN: &str = "axpy";
     let staged = super::transfer::inputs_in(ORIGIN, y.domain(), &[x], &opts)?;
     let x = &staged[0];

@@ -1,6 +1,7 @@
 //! Host access to a tensor (SPEC §2.8): an external operation on one
 //! operand, whose token the caller holds while it uses the memory.
 
+use super::submit::Submit;
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
 use crate::runtime::deferred::HostAccess;
@@ -94,7 +95,8 @@ impl crate::tensor::handle::Tensor {
     /// assert_eq!(e.origin(), "my_acquire_async");
     /// ```
     pub fn acquire_async_named(&self, name: &'static str, mode: Mode) -> Result<HostAccess> {
-        let (token, _) = super::external_inner(super::OpName::from(name), name, &[(self, mode)], Default::default())?;
+        let (token, _) =
+            super::external_inner(super::OpName::from(name), name, &[(self, mode)], Submit::default().detached())?;
         Ok(HostAccess::new(token))
     }
 }

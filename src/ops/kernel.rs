@@ -9,12 +9,11 @@ use std::ops::Range;
 use ndarray::{ArrayViewD, ArrayViewMutD};
 use smallvec::SmallVec;
 
-use super::submit::{submit, Submit};
+use super::submit::{submit, Completion, Submit};
 use super::{Body, OpName, ResolvedView};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Status};
 use crate::queue::Mode;
-use crate::runtime::Event;
 use crate::tensor::handle::Tensor;
 
 /// Why a kernel failed: a raw code (kept in the error object) and an optional message.
@@ -180,7 +179,7 @@ impl<'a> KernelCall<'a> {
     ///     assert_eq!(c.views()[0].extents, &[2, 5]);
     ///     Ok(())
     /// });
-    /// ops::kernel("shape", &[(&t, Mode::Read)], k, Submit::default().with_event()).unwrap().unwrap().wait(None).unwrap();
+    /// ops::kernel("shape", &[(&t, Mode::Read)], k, Submit::default()).unwrap().wait(None).unwrap();
     /// ```
     pub fn views(&self) -> &'a [ResolvedView<'a>] {
         self.views
@@ -316,7 +315,7 @@ impl<'a> KernelCall<'a> {
     ///     *s.lock().unwrap() = Some(c.defer().unwrap());
     ///     Ok(())
     /// });
-    /// let ev = ops::kernel("later", &[(&t, Mode::Update)], k, Submit::default().with_event()).unwrap().unwrap();
+    /// let ev = ops::kernel("later", &[(&t, Mode::Update)], k, Submit::default()).unwrap();
     /// let token = loop {
     ///     if let Some(tok) = slot.lock().unwrap().take() { break tok; }
     ///     std::thread::yield_now();
@@ -415,11 +414,11 @@ pub(crate) fn call(
 /// assert_eq!(token.views().unwrap()[0].extents.as_slice(), &[2]);
 /// token.finish(Status::Ok, None).unwrap();
 /// ```
-pub fn external(
+pub fn external<C: Completion>(
     name: impl Into<OpName>,
     operands: &[(&Tensor, Mode)],
-    opts: Submit<'_>,
-) -> Result<(crate::runtime::Token, Option<Event>)> {
+    opts: Submit<'_, C>,
+) -> Result<(crate::runtime::Token, C::Output)> {
     let (t, ev) = external_inner(name, "external_submit", operands, opts)?;
     Ok((crate::runtime::Token::from_inner(t), ev))
 }
@@ -434,9 +433,9 @@ impl crate::runtime::Token {
     /// ```
     /// use tensorasync::{ops, KernelFailure, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
     /// token.fail_shared(KernelFailure { code: 3, message: None }).unwrap();
-    /// let e = ev.unwrap().wait(None).unwrap_err();
+    /// let e = ev.wait(None).unwrap_err();
     /// assert_eq!((e.status(), e.code()), (Status::KernelFailed, 3));
     /// ```
     pub fn fail_shared(&self, failure: KernelFailure) -> Result<()> {
@@ -444,12 +443,12 @@ impl crate::runtime::Token {
     }
 }
 
-pub(crate) fn external_inner(
+pub(crate) fn external_inner<C: Completion>(
     name: impl Into<OpName>,
     origin: &'static str,
     operands: &[(&Tensor, Mode)],
-    opts: Submit<'_>,
-) -> Result<(std::sync::Arc<crate::runtime::deferred::TokenInner>, Option<Event>)> {
+    opts: Submit<'_, C>,
+) -> Result<(std::sync::Arc<crate::runtime::deferred::TokenInner>, C::Output)> {
     if let Some((t, _)) = operands.iter().find(|(t, _)| t.domain() != crate::domain::Domain::Host) {
         return Err(Error::new(
             Status::DomainMismatch,
@@ -475,12 +474,12 @@ pub(crate) fn external_inner(
 /// let same = ops::kernel("alias", &[(&x, Mode::Read), (&x, Mode::Write)], KernelFn::new(|_| Ok(())), Submit::default());
 /// assert_eq!(same.unwrap_err().status(), Status::Alias);
 /// ```
-pub fn kernel(
+pub fn kernel<C: Completion>(
     name: impl Into<OpName>,
     operands: &[(&Tensor, Mode)],
     f: KernelFn,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     // A user kernel runs on a host worker and dereferences its views there.
     if let Some((t, _)) = operands.iter().find(|(t, _)| t.domain() != crate::domain::Domain::Host) {
         return Err(crate::error::Error::new(
@@ -583,11 +582,11 @@ impl<'t> Kernel<'t> {
     /// }).unwrap();
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, 1]);
     /// ```
-    pub fn submit(
+    pub fn submit<C: Completion>(
         self,
-        opts: Submit<'_>,
+        opts: Submit<'_, C>,
         f: impl FnMut(&mut KernelCall<'_>) -> KernelResult + Send + 'static,
-    ) -> Result<Option<Event>> {
+    ) -> Result<C::Output> {
         for (i, ((t, _), dt)) in self.operands.iter().zip(&self.types).enumerate() {
             if t.dtype() != *dt {
                 return Err(Error::new(

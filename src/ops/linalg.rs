@@ -10,7 +10,7 @@
 use smallvec::SmallVec;
 
 use super::checks::same_dtype_and_domain;
-use super::submit::{submit, Locked, Submit};
+use super::submit::{submit, Completion, Locked, Submit};
 use super::Body;
 use crate::backends::registry;
 use crate::dispatch::{KernelOp, ScalarSlot};
@@ -19,7 +19,6 @@ use crate::error::{Error, Result, Status};
 use crate::kernels::check as shapes;
 use crate::layout::{Extents, Order};
 use crate::queue::Mode;
-use crate::runtime::Event;
 use crate::tensor::handle::Tensor;
 use crate::tensor::value::Value;
 
@@ -171,7 +170,13 @@ fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str
     Ok(())
 }
 
-fn native(op: KernelOp, dtype: DType, c: &Tensor, opts: &Submit<'_>, origin: &'static str) -> Result<Body> {
+fn native<C: Completion>(
+    op: KernelOp,
+    dtype: DType,
+    c: &Tensor,
+    opts: &Submit<'_, C>,
+    origin: &'static str,
+) -> Result<Body> {
     let candidates = registry::select(op.tag(), dtype, c.domain(), opts.selector, origin)?;
     Ok(Body::Native { op, candidates })
 }
@@ -188,15 +193,15 @@ fn check_float(dtype: DType, origin: &'static str) -> Result<()> {
     }
 }
 
-fn gemm_like<'a>(
+fn gemm_like<'a, C: Completion>(
     origin: &'static str,
     c: &'a Tensor,
     alpha: ScalarArg<'a>,
     a: &'a Tensor,
     b: &'a Tensor,
     beta: Option<ScalarArg<'a>>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     let staged = super::transfer::inputs_in(origin, c.domain(), &[a, b], &opts)?;
     let (a, b) = (&staged[0], &staged[1]);
     same_dtype_and_domain(origin, &[c, a, b])?;
@@ -236,13 +241,13 @@ fn gemm_like<'a>(
 /// assert_eq!(c.extents().unwrap().as_slice(), &[2, 2]);
 /// assert_eq!(c.to_vec::<f64>().unwrap(), vec![19.0, 22.0, 43.0, 50.0]);
 /// ```
-pub fn assign_product<'a>(
+pub fn assign_product<'a, C: Completion>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
     a: &'a Tensor,
     b: &'a Tensor,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     gemm_like("assign_product", c, alpha.into(), a, b, None, opts)
 }
 
@@ -256,13 +261,13 @@ pub fn assign_product<'a>(
 /// ops::add_product(&c, Scalar::real(1.0), &a, &b, Submit::default()).unwrap();
 /// assert_eq!(c.to_vec::<f64>().unwrap(), vec![20.0, 23.0, 44.0, 51.0]);
 /// ```
-pub fn add_product<'a>(
+pub fn add_product<'a, C: Completion>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
     a: &'a Tensor,
     b: &'a Tensor,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     gemm_like("add_product", c, alpha.into(), a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
 }
 
@@ -280,14 +285,14 @@ pub fn add_product<'a>(
 /// ops::gemm(&c, Scalar::real(1.0), &a.transpose().unwrap(), &b, Scalar::real(0.0), Submit::default()).unwrap();
 /// assert_eq!(c.to_vec::<f64>().unwrap(), vec![26.0, 30.0, 38.0, 44.0]);
 /// ```
-pub fn gemm<'a>(
+pub fn gemm<'a, C: Completion>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
     a: &'a Tensor,
     b: &'a Tensor,
     beta: impl Into<ScalarArg<'a>>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     gemm_like("gemm", c, alpha.into(), a, b, Some(beta.into()), opts)
 }
 
@@ -306,7 +311,7 @@ pub fn gemm<'a>(
 /// assert_eq!(c.to_vec::<f64>().unwrap(), vec![210.0, 543.0]);
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn contract<'a>(
+pub fn contract<'a, C: Completion>(
     c: &'a Tensor,
     alpha: impl Into<ScalarArg<'a>>,
     a: &'a Tensor,
@@ -314,8 +319,8 @@ pub fn contract<'a>(
     a_axes: &[usize],
     b_axes: &[usize],
     beta: Option<ScalarArg<'a>>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     const O: &str = "contract";
     same_dtype_and_domain(O, &[c, a, b])?;
     let dtype = c.dtype();
@@ -357,7 +362,7 @@ pub fn contract<'a>(
 /// assert_eq!(dst.extents().unwrap().as_slice(), &[3, 2]);
 /// assert_eq!(dst.to_vec::<f64>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 /// ```
-pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn permute<C: Completion>(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_, C>) -> Result<C::Output> {
     const O: &str = "permute";
     same_dtype_and_domain(O, &[dst, src])?;
     check_float(dst.dtype(), O)?;
@@ -390,7 +395,7 @@ pub fn permute(dst: &Tensor, src: &Tensor, perm: &[usize], opts: Submit<'_>) -> 
 /// ops::conj(&dst, &src, Submit::default()).unwrap();
 /// assert_eq!(dst.to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, -2.0), Complex32::new(-3.0, 4.0)]);
 /// ```
-pub fn conj(dst: &Tensor, src: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn conj<C: Completion>(dst: &Tensor, src: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
     const O: &str = "conj";
     same_dtype_and_domain(O, &[dst, src])?;
     check_float(dst.dtype(), O)?;
@@ -411,15 +416,15 @@ fn reduction_dtype(x: DType, real: bool) -> DType {
     }
 }
 
-fn reduction(
+fn reduction<C: Completion>(
     origin: &'static str,
     out: &Tensor,
     inputs: &[&Tensor],
     op: KernelOp,
     axes: Option<&[usize]>,
     real: bool,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     same_dtype_and_domain(origin, inputs)?;
     let x = inputs[0];
     check_float(x.dtype(), origin)?;
@@ -472,7 +477,7 @@ fn reduction(
 /// ops::sum(&columns, &x, Some(&[0]), Submit::default()).unwrap();
 /// assert_eq!(columns.to_vec::<f64>().unwrap(), vec![4.0, 6.0]);
 /// ```
-pub fn sum(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn sum<C: Completion>(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_, C>) -> Result<C::Output> {
     reduction("sum", out, &[x], KernelOp::Sum(axes.map(Into::into)), axes, false, opts)
 }
 
@@ -486,7 +491,13 @@ pub fn sum(out: &Tensor, x: &Tensor, axes: Option<&[usize]>, opts: Submit<'_>) -
 /// ops::dot(&out, &x, &y, false, Submit::default()).unwrap();
 /// assert_eq!(out.to_vec::<f64>().unwrap(), vec![32.0]);
 /// ```
-pub fn dot(out: &Tensor, x: &Tensor, y: &Tensor, conjugate: bool, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn dot<C: Completion>(
+    out: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    conjugate: bool,
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     reduction("dot", out, &[x, y], KernelOp::Dot { conjugate }, None, false, opts)
 }
 
@@ -500,7 +511,7 @@ pub fn dot(out: &Tensor, x: &Tensor, y: &Tensor, conjugate: bool, opts: Submit<'
 /// ops::norm2(&out, &x, Submit::default()).unwrap();
 /// assert!((out.to_vec::<f64>().unwrap()[0] - 5.0).abs() < 1e-12);
 /// ```
-pub fn norm2(out: &Tensor, x: &Tensor, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn norm2<C: Completion>(out: &Tensor, x: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
     reduction("norm2", out, &[x], KernelOp::Norm2, None, true, opts)
 }
 
@@ -534,11 +545,11 @@ pub enum Uplo {
 /// assert_eq!(a.to_vec::<f64>().unwrap(), vec![2.0, 2.0, 1.0, 2.0]);
 /// // Not positive definite: the operation fails and poisons the matrix.
 /// let bad = Tensor::from_slice(&[2, 2], Order::RowMajor, &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
-/// let ev = ops::potrf(&bad, Uplo::Lower, Submit::default().with_event()).unwrap().unwrap();
+/// let ev = ops::potrf(&bad, Uplo::Lower, Submit::default()).unwrap();
 /// assert!(ev.wait(None).is_err());
 /// assert!(bad.to_vec::<f64>().is_err());
 /// ```
-pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> {
+pub fn potrf<C: Completion>(a: &Tensor, uplo: Uplo, opts: Submit<'_, C>) -> Result<C::Output> {
     const O: &str = "potrf";
     check_float(a.dtype(), O)?;
     let body = native(KernelOp::Potrf { lower: uplo == Uplo::Lower }, a.dtype(), a, &opts, O)?;
@@ -569,15 +580,15 @@ pub fn potrf(a: &Tensor, uplo: Uplo, opts: Submit<'_>) -> Result<Option<Event>> 
 /// ops::trsm(&b, true, Uplo::Lower, false, Scalar::real(1.0), &l, Submit::default()).unwrap();
 /// assert_eq!(b.to_vec::<f64>().unwrap(), vec![1.0, 2.0]);
 /// ```
-pub fn trsm(
+pub fn trsm<C: Completion>(
     b: &Tensor,
     left: bool,
     uplo: Uplo,
     unit_diag: bool,
     alpha: Scalar,
     a: &Tensor,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     const O: &str = "trsm";
     same_dtype_and_domain(O, &[b, a])?;
     check_float(b.dtype(), O)?;
@@ -614,14 +625,14 @@ pub fn trsm(
 /// let v = c.to_vec::<f64>().unwrap();
 /// assert_eq!((v[0], v[2], v[3]), (1.0, 2.0, 4.0));
 /// ```
-pub fn syrk(
+pub fn syrk<C: Completion>(
     c: &Tensor,
     uplo: Uplo,
     alpha: Scalar,
     a: &Tensor,
     beta: Option<Scalar>,
-    opts: Submit<'_>,
-) -> Result<Option<Event>> {
+    opts: Submit<'_, C>,
+) -> Result<C::Output> {
     const O: &str = "syrk";
     same_dtype_and_domain(O, &[c, a])?;
     check_float(c.dtype(), O)?;

@@ -44,7 +44,7 @@ pub use linalg::{
 };
 #[cfg(feature = "internals")]
 pub(crate) use submit::enrollments;
-pub use submit::Submit;
+pub use submit::{Completion, Detached, Evented, Submit};
 
 /// One operand of a submitted operation. Where its elements are is fixed at
 /// submission (`data`, `layout`, `conj`), so a running task reads no shared

@@ -20,7 +20,8 @@ use crate::runtime::event::{Callback, Event};
 use crate::runtime::exec;
 use crate::runtime::handle::Runtime;
 use crate::runtime::task::Task;
-use crate::runtime::work::Completion;
+use crate::runtime::work;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::layout::Layout;
@@ -29,12 +30,30 @@ use crate::tensor::handle::Tensor;
 use crate::tensor::value::{Contents, StateGuard, Value, ValueState};
 
 /// How to submit an operation and report its completion.
-#[derive(Default)]
-pub struct Submit<'a> {
+///
+/// A submission has one of two completion forms, fixed by the type parameter
+/// `C` and so known when the program is compiled:
+/// - [`Evented`], the default (`Submit::default()`, [`Submit::on`], struct
+///   literals with `..Default::default()`): the operation returns an
+///   [`Event`] that completes with its outcome.
+/// - [`Detached`] (from [`Submit::detached`]): the operation returns `()` and
+///   no event is made; the outcome reaches the callback and completion queue
+///   set here, if any, and the poison of what the operation writes.
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Scalar, Status, Submit, Tensor};
+/// let t = Tensor::zeros(DType::F64, &[2], Order::RowMajor, Default::default()).unwrap();
+/// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default()).unwrap(); // an Event
+/// ev.wait(None).unwrap();
+/// let () = ops::scale(&t, Scalar::real(3.0), Submit::default().detached()).unwrap(); // no event
+/// assert_eq!(t.to_vec::<f64>().unwrap(), vec![3.0, 3.0]);
+/// // A submission refused with an error returns no event in either form.
+/// let wrong = ops::fill(&t, Scalar::complex(0.0, 1.0), Submit::default().detached());
+/// assert_eq!(wrong.unwrap_err().status(), Status::InvalidArgument);
+/// ```
+pub struct Submit<'a, C = Evented> {
     /// The runtime that runs the task (default: [`Runtime::global`]).
     pub runtime: Option<&'a Runtime>,
-    /// Return an [`Event`] for the operation.
-    pub event: bool,
     /// Called once with the outcome, on a worker thread, outside any lock.
     pub callback: Option<Callback>,
     /// Push the outcome to this completion queue with this tag.
@@ -46,34 +65,69 @@ pub struct Submit<'a> {
     pub transfer: bool,
     /// Rank among ready tasks: see [`Submit::with_priority`].
     pub priority: i32,
+    /// The completion form (a marker): see [`Submit::detached`].
+    pub completion: PhantomData<C>,
 }
 
-impl<'a> Submit<'a> {
-    /// Submit to `rt` (with no event unless asked for, see [`Submit::with_event`]).
+/// Only the [`Evented`] form has a default, so `Submit::default()` and
+/// `..Default::default()` need no type annotation.
+impl Default for Submit<'_, Evented> {
+    fn default() -> Self {
+        Submit {
+            runtime: None,
+            callback: None,
+            cq: None,
+            selector: Selector::default(),
+            transfer: false,
+            priority: 0,
+            completion: PhantomData,
+        }
+    }
+}
+
+impl<'a> Submit<'a, Evented> {
+    /// Submit to `rt`, in the default form (the operation returns an [`Event`]).
     ///
     /// ```
     /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
     /// let rt = Runtime::new(2).unwrap();
     /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-    /// assert!(ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap().is_none()); // no event asked for
+    /// ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap().wait(None).unwrap();
+    /// ops::scale(&t, Scalar::real(2.0), Submit::on(&rt).detached()).unwrap(); // no event
     /// rt.wait_idle(None).unwrap();
-    /// assert_eq!(rt.stats().completed, 1);
+    /// assert_eq!(rt.stats().completed, 2);
     /// ```
     pub fn on(rt: &'a Runtime) -> Self {
         Submit { runtime: Some(rt), ..Default::default() }
     }
-    /// Also return an event.
+}
+
+impl<'a, C: Completion> Submit<'a, C> {
+    /// The same options in the [`Detached`] form: the operation returns `()`
+    /// and makes no event (for submissions whose completion is observed
+    /// otherwise, or not at all).
     ///
     /// ```
     /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
     /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap();
-    /// ev.expect("an event").wait(None).unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let cb = Box::new(move |r: &tensorasync::Result<()>| tx.send(r.is_ok()).unwrap());
+    /// let opts = Submit { callback: Some(cb), ..Default::default() }.detached();
+    /// let () = ops::fill(&t, Scalar::real(1.0), opts).unwrap();
+    /// assert!(rx.recv().unwrap()); // the outcome, through the callback
     /// ```
-    pub fn with_event(mut self) -> Self {
-        self.event = true;
-        self
+    pub fn detached(self) -> Submit<'a, Detached> {
+        Submit {
+            runtime: self.runtime,
+            callback: self.callback,
+            cq: self.cq,
+            selector: self.selector,
+            transfer: self.transfer,
+            priority: self.priority,
+            completion: PhantomData,
+        }
     }
+
     /// Run with this priority among ready tasks: when workers have a choice,
     /// they take the highest-priority ready task first, and tasks of equal
     /// priority in the order they became ready. A priority never overrides a
@@ -93,6 +147,110 @@ impl<'a> Submit<'a> {
     pub fn with_priority(mut self, priority: i32) -> Self {
         self.priority = priority;
         self
+    }
+}
+
+/// The completion form of a submission, the type parameter of [`Submit`]:
+/// [`Evented`] or [`Detached`] (the trait is sealed). Every operation is
+/// generic over it and returns `Result<C::Output>`.
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Result, Scalar, Submit, Tensor};
+/// use tensorasync::ops::Completion;
+/// // A helper that, like the operations, returns what its caller's form asks for.
+/// fn ones<C: Completion>(t: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
+///     ops::fill(t, Scalar::real(1.0), opts)
+/// }
+/// let t = Tensor::zeros(DType::F32, &[2], Order::RowMajor, Default::default()).unwrap();
+/// ones(&t, Submit::default()).unwrap().wait(None).unwrap();
+/// let () = ones(&t, Submit::default().detached()).unwrap();
+/// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
+/// ```
+pub trait Completion: sealed::Sealed {
+    /// What a submission in this form returns: an [`Event`], or `()`.
+    type Output;
+}
+
+/// The default completion form: an operation returns the [`Event`] of its
+/// completion.
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+/// use tensorasync::ops::Evented;
+/// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+/// let opts: Submit<'_, Evented> = Submit::default();
+/// assert!(ops::fill(&t, Scalar::real(1.0), opts).unwrap().wait(None).is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evented;
+
+/// The completion form without an event (see [`Submit::detached`]): an
+/// operation returns `()`, and its submission makes no event.
+///
+/// ```
+/// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
+/// use tensorasync::ops::Detached;
+/// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
+/// let opts: Submit<'_, Detached> = Submit::default().detached();
+/// let () = ops::fill(&t, Scalar::real(4.0), opts).unwrap();
+/// assert_eq!(t.to_vec::<f64>().unwrap(), vec![4.0]);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detached;
+
+impl Completion for Evented {
+    type Output = Event;
+}
+
+impl Completion for Detached {
+    type Output = ();
+}
+
+/// What the submission path does per form; not nameable outside the crate,
+/// which seals [`Completion`].
+mod sealed {
+    use crate::runtime::event::Event;
+
+    pub trait Sealed {
+        /// Whether the form makes an event (the event failpoint is hit only then).
+        const EVENTED: bool;
+        /// What the submission makes before enrollment: the event, or nothing.
+        type Handle;
+        fn make() -> Self::Handle;
+        fn event(handle: &Self::Handle) -> Option<&Event>;
+        fn output(handle: Self::Handle) -> <Self as super::Completion>::Output
+        where
+            Self: super::Completion;
+    }
+
+    impl Sealed for super::Evented {
+        const EVENTED: bool = true;
+        type Handle = Event;
+        #[inline]
+        fn make() -> Event {
+            Event::new()
+        }
+        #[inline]
+        fn event(handle: &Event) -> Option<&Event> {
+            Some(handle)
+        }
+        #[inline]
+        fn output(handle: Event) -> Event {
+            handle
+        }
+    }
+
+    impl Sealed for super::Detached {
+        const EVENTED: bool = false;
+        type Handle = ();
+        #[inline]
+        fn make() {}
+        #[inline]
+        fn event(_: &()) -> Option<&Event> {
+            None
+        }
+        #[inline]
+        fn output(_: ()) {}
     }
 }
 
@@ -211,14 +369,14 @@ impl Locked<'_> {
 // Inlined into each operation's one call: the instantiation is per operation
 // anyway, and the call out of line costs instructions on every submission.
 #[inline(always)]
-pub(crate) fn submit(
+pub(crate) fn submit<C: Completion>(
     name: impl Into<super::OpName>,
     origin: &'static str,
     operands: &[(&Tensor, Mode)],
     body: Body,
-    opts: Submit<'_>,
+    opts: Submit<'_, C>,
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
-) -> Result<Option<Event>> {
+) -> Result<C::Output> {
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
         if m.writes() && t.is_read_only() {
@@ -302,7 +460,7 @@ fn unconstructed_input(locked: &Locked<'_>, operands: &[(&Tensor, Mode)], origin
 /// through.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn enroll(
+fn enroll<C: Completion>(
     name: impl Into<super::OpName>,
     origin: &'static str,
     operands: &[(&Tensor, Mode)],
@@ -310,29 +468,29 @@ fn enroll(
     guard_of: &[usize],
     slot: &[usize],
     body: Body,
-    opts: Submit<'_>,
+    opts: Submit<'_, C>,
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
-) -> Result<Option<Event>> {
+) -> Result<C::Output> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
     // Allocation failures (test builds only: see `failpoint`) come before
     // anything is admitted or enrolled.
     if failpoint::hit(Site::Task) {
         return Err(failpoint::out_of_memory(Site::Task, origin));
     }
-    if opts.event && failpoint::hit(Site::Event) {
+    if C::EVENTED && failpoint::hit(Site::Event) {
         return Err(failpoint::out_of_memory(Site::Event, origin));
     }
     // The task's memory first, and no locked instruction (the admission's
     // count) until the operation is built: see `TaskMemory`.
     let memory = Task::reserve();
     rt.inner().prepare_push();
-    let event = opts.event.then(Event::new);
+    let handle = C::make();
     let mut accesses = SmallVec::new();
     for (t, m) in operands {
         accesses.push(Access::new(t, *m));
     }
-    let completion = Completion {
-        event: event.clone(),
+    let completion = work::Completion {
+        event: C::event(&handle).cloned(),
         callback: opts.callback,
         cq: opts.cq.map(|(q, tag)| (q.clone(), tag)),
         keep_alive: None,
@@ -431,13 +589,13 @@ fn enroll(
         t.enrolled();
     }
 
-    if let Some(e) = &event {
+    if let Some(e) = C::event(&handle) {
         e.bind(&task);
     }
     if task.release_guard() {
         exec::schedule(task);
     }
-    Ok(event)
+    Ok(C::output(handle))
 }
 
 /// Where the accesses enrolled on this thread land, for the crate's

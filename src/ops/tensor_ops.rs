@@ -11,7 +11,7 @@ use smallvec::SmallVec;
 
 use super::copy::copy;
 use super::elementwise::fill;
-use super::submit::Submit;
+use super::submit::{Completion, Submit};
 use crate::domain::Domain;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result, Status};
@@ -107,7 +107,7 @@ impl Tensor {
     /// assert_eq!(copy.to_vec::<f64>().unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
     /// assert!(!copy.is_view());
     /// ```
-    pub fn deep_copy(&self, opts: Submit<'_>) -> Result<(Tensor, Option<Event>)> {
+    pub fn deep_copy<C: Completion>(&self, opts: Submit<'_, C>) -> Result<(Tensor, C::Output)> {
         let fresh = Tensor::unconstructed(self.dtype(), self.domain())?;
         let ev = copy(&fresh, self, opts)?;
         Ok((fresh, ev))

@@ -8,18 +8,18 @@
 use smallvec::SmallVec;
 
 use super::copy::copy;
-use super::submit::Submit;
+use super::submit::{Completion, Submit};
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::tensor::handle::Tensor;
 
 /// `inputs`, each in `domain`: the input itself, or (with `opts.transfer`) a
 /// temporary copy of it there.
-pub(crate) fn inputs_in(
+pub(crate) fn inputs_in<C: Completion>(
     origin: &'static str,
     domain: Domain,
     inputs: &[&Tensor],
-    opts: &Submit<'_>,
+    opts: &Submit<'_, C>,
 ) -> Result<SmallVec<[Tensor; 2]>> {
     let mut out = SmallVec::new();
     for &t in inputs {
@@ -39,7 +39,7 @@ pub(crate) fn inputs_in(
             ));
         }
         let tmp = Tensor::unconstructed(t.dtype(), domain).map_err(|e| e.with_origin(origin))?;
-        copy(&tmp, t, Submit { runtime: opts.runtime, ..Default::default() })?;
+        copy(&tmp, t, Submit { runtime: opts.runtime, ..Default::default() }.detached())?;
         out.push(tmp);
     }
     Ok(out)

@@ -107,9 +107,9 @@ impl Token {
     /// ```
     /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
     /// token.finish(Status::KernelFailed, Some("device lost".into())).unwrap();
-    /// let e = ev.unwrap().wait(None).unwrap_err();
+    /// let e = ev.wait(None).unwrap_err();
     /// assert_eq!((e.status(), e.message()), (Status::KernelFailed, "device lost"));
     /// assert!(t.to_vec::<f64>().is_err()); // the output is poisoned
     /// ```

@@ -178,7 +178,7 @@ impl Event {
     /// ```
     /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
     /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default()).unwrap();
     /// ev.wait(None).unwrap();
     /// assert!(matches!(ev.poll(), Some(Ok(()))));
     /// ```
@@ -195,8 +195,7 @@ impl Event {
     /// ```
     /// use tensorasync::{ops, Mode, Order, Status, Submit, Tensor};
     /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
-    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default().with_event()).unwrap();
-    /// let ev = ev.unwrap();
+    /// let (token, ev) = ops::external("outside", &[(&t, Mode::Update)], Submit::default()).unwrap();
     /// assert!(!ev.is_complete()); // the token is not finished yet
     /// token.finish(Status::Ok, None).unwrap();
     /// ev.wait(None).unwrap();
@@ -218,7 +217,7 @@ impl Event {
     /// use std::sync::mpsc;
     /// use tensorasync::{ops, DType, Order, Scalar, Submit, Tensor};
     /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default()).unwrap();
     /// let (tx, rx) = mpsc::channel();
     /// ev.on_complete(Box::new(move |r| tx.send(r.is_ok()).unwrap()));
     /// assert!(rx.recv().unwrap());

@@ -130,7 +130,7 @@ impl Event {
     /// use std::time::Duration;
     /// use tensorasync::{ops, DType, Event, Order, Scalar, Status, Submit, Tensor};
     /// let t = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Default::default()).unwrap();
-    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default().with_event()).unwrap().unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::default()).unwrap();
     /// assert!(ev.wait(None).is_ok());
     /// // An event nothing completes times out.
     /// let never = Event::new();

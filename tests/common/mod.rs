@@ -63,8 +63,8 @@ pub fn f64s(extents: &[usize], data: &[f64]) -> Tensor {
 pub fn read_f64(t: &Tensor) -> Vec<f64> {
     let n: usize = t.extents().unwrap().iter().product();
     let mut out = vec![0.0f64; n];
-    let ev = unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), n, None, Submit::default().with_event()) }.unwrap();
-    ev.unwrap().wait(Some(Duration::from_secs(30))).unwrap();
+    let ev = unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), n, None, Submit::default()) }.unwrap();
+    ev.wait(Some(Duration::from_secs(30))).unwrap();
     out
 }
 

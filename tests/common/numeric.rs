@@ -33,11 +33,11 @@ pub fn make(dtype: DType, extents: &[usize], order: Order, vals: &[C]) -> Tensor
 /// Read a tensor's logical values (row-major) as Complex64.
 pub fn read(t: &Tensor) -> Vec<C> {
     let n: usize = t.extents().unwrap().iter().product();
-    let opts = || Submit::default().with_event();
+    let opts = Submit::default;
     macro_rules! get {
         ($T:ty, $conv:expr) => {{
             let mut out = vec![<$T>::default(); n];
-            unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), n, None, opts()) }.unwrap().unwrap().wait(LONG).unwrap();
+            unsafe { ops::copy_out(t, out.as_mut_ptr().cast(), n, None, opts()) }.unwrap().wait(LONG).unwrap();
             out.into_iter().map($conv).collect()
         }};
     }
