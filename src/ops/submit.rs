@@ -498,10 +498,7 @@ fn enroll<C: Completion>(
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
     let device = op.device();
     rt.inner().admit(origin)?;
-    let mut task = Task::new_op_in(memory, Some(rt.inner().task_ref()), op, completion, device);
-    if opts.priority != 0 {
-        Task::set_priority(&mut task, opts.priority);
-    }
+    let mut task = Task::new_op_in(memory, Some(rt.inner().task_ref()), op, completion, device, opts.priority);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };

@@ -199,7 +199,7 @@ impl Task {
     /// `device`: the ordinal of the device it runs on, for device tasks.
     #[inline(always)]
     pub(crate) fn new(runtime: Option<RuntimeRef>, work: Work, device: Option<u32>) -> Arc<Task> {
-        Task::new_in(TaskMemory(Arc::<Task>::new_uninit()), runtime, work, device)
+        Task::new_in(Task::reserve(), runtime, work, device)
     }
 
     /// As [`Task::new`], in memory from [`Task::reserve`].
@@ -211,7 +211,7 @@ impl Task {
         device: Option<u32>,
     ) -> Arc<Task> {
         let mut task = memory.0;
-        let p = Task::init_header(&mut task, runtime, device);
+        let p = Task::init_header(&mut task, runtime, device, 0);
         // SAFETY: `init_header` wrote every field but the work and the room
         // (which holds nothing here); the work is written now.
         unsafe {
@@ -230,10 +230,11 @@ impl Task {
         body: B,
         completion: Completion,
         device: Option<u32>,
+        priority: i32,
     ) -> Arc<Task> {
         let completion = completion.boxed();
         let mut task = memory.0;
-        let p = Task::init_header(&mut task, runtime, device);
+        let p = Task::init_header(&mut task, runtime, device, priority);
         // SAFETY: `init_header` wrote every field but the work and the room;
         // the room, empty, receives the body owned by the job written into
         // the work, and the task owns both.
@@ -246,9 +247,14 @@ impl Task {
 
     /// Write every field of the new task in `task` except its work and its
     /// room, which the caller writes before `assume_init`; returns the task's
-    /// address.
+    /// address. `priority`: its rank among ready tasks (see `Submit::priority`).
     #[inline(always)]
-    fn init_header(task: &mut Arc<MaybeUninit<Task>>, runtime: Option<RuntimeRef>, device: Option<u32>) -> *mut Task {
+    fn init_header(
+        task: &mut Arc<MaybeUninit<Task>>,
+        runtime: Option<RuntimeRef>,
+        device: Option<u32>,
+        priority: i32,
+    ) -> *mut Task {
         let link =
             device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
@@ -265,7 +271,7 @@ impl Task {
             #[cfg(not(ta_no_trace))]
             std::ptr::addr_of_mut!((*p).trace).write(None);
             std::ptr::addr_of_mut!((*p).pending).write(AtomicU32::new(GUARD));
-            std::ptr::addr_of_mut!((*p).priority).write(0);
+            std::ptr::addr_of_mut!((*p).priority).write(priority);
         }
         p
     }
@@ -287,13 +293,6 @@ impl Task {
         }
         #[cfg(ta_no_trace)]
         let _ = (task, trace);
-    }
-
-    /// Give a task no other thread holds yet its priority among ready tasks.
-    pub(crate) fn set_priority(task: &mut Arc<Task>, priority: i32) {
-        if let Some(t) = Arc::get_mut(task) {
-            t.priority = priority;
-        }
     }
 
     /// Its priority among ready tasks (0 unless submitted with one).
