@@ -24,7 +24,7 @@ mkdir -p "$OUT/a" "$OUT/b"
 # A: REF in a worktree of its own (its own target dir, kept for the next run).
 if [ ! -d "$SRC" ]; then git worktree add --detach "$SRC" "$REF"; fi
 # Before the split the C library was the top crate; after it, tensorasync-capi.
-if grep -q '^name = "tensorasync-capi"' "$SRC/capi/Cargo.toml" 2>/dev/null; then
+if [ -d "$SRC/capi" ]; then
   (cd "$SRC" && cargo build --release -q -p tensorasync-capi --lib)
 else
   (cd "$SRC" && cargo build --release -q --lib)

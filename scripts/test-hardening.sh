@@ -21,12 +21,12 @@ part() { printf '\n--> hardening: %s\n' "$*"; }
 
 soak() {
   part "soak (${TA_SOAK_OPS:=100000} operations per round)"
-  TA_SOAK_OPS=$TA_SOAK_OPS cargo test --release -p tensorasync-capi --test soak -- --ignored --nocapture
+  TA_SOAK_OPS=$TA_SOAK_OPS cargo test --release -p tensorasync-ffi --test soak -- --ignored --nocapture
 }
 
 failpoints() {
   part "allocation failpoints"
-  cargo test --release -p tensorasync-capi --features failpoints --test failpoints
+  cargo test --release -p tensorasync-ffi --features failpoints --test failpoints
 }
 
 fuzz() {

@@ -67,8 +67,8 @@ fn constants_match_the_rust_values() {
     assert_eq!(d["TA_VERSION_MAJOR"], env!("CARGO_PKG_VERSION_MAJOR"));
     assert_eq!(d["TA_VERSION_MINOR"], env!("CARGO_PKG_VERSION_MINOR"));
     assert_eq!(d["TA_VERSION_PATCH"], env!("CARGO_PKG_VERSION_PATCH"));
-    assert_eq!(d["TA_DOMAIN_HOST"], format!("({})", tensorasync::TA_DOMAIN_HOST));
-    assert_eq!(d["TA_WAIT_FOREVER"], format!("({})", tensorasync::TA_WAIT_FOREVER));
+    assert_eq!(d["TA_DOMAIN_HOST"], format!("({})", tensorasync_ffi::TA_DOMAIN_HOST));
+    assert_eq!(d["TA_WAIT_FOREVER"], format!("({})", tensorasync_ffi::TA_WAIT_FOREVER));
     let statuses: Vec<_> = d.keys().filter(|k| k.starts_with("TA_STATUS_")).collect();
     assert_eq!(statuses.len(), Status::ALL.len(), "every status has a define, and no more");
     // Against the library's status table (ta_status_name reads it).

@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_void};
 
-pub use tensorasync::*;
+pub use tensorasync_ffi::*;
 
 extern "C" {
     pub fn ta_status_name(status: ta_status) -> *const c_char;
