@@ -18,7 +18,9 @@ cd "$(dirname "$0")/.."
 REF=${1:?usage: scripts/ab-builds.sh REF [PAIRS]}
 PAIRS=${2:-10}
 OUT=target/ab-builds
-SRC="$OUT/src-$(git rev-parse --short "$REF")"
+# Outside the repository: a package below it would be taken for a member of
+# this workspace.
+SRC="${TMPDIR:-/tmp}/tensorasync-ab/src-$(git rev-parse --short "$REF")"
 mkdir -p "$OUT/a" "$OUT/b"
 
 # A: REF in a worktree of its own (its own target dir, kept for the next run).

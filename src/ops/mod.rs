@@ -286,6 +286,11 @@ impl TaskBody for Operation {
     fn commit(&self, result: &Result<()>) {
         Operation::commit(self, result)
     }
+    #[inline(always)]
+    fn commits_success(&self) -> bool {
+        // A success cleans only what an overwrite wrote (see `commit`).
+        self.accesses.iter().any(|a| a.mode == Mode::Write)
+    }
     fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
         Operation::external(self)
     }

@@ -19,6 +19,10 @@ pub(crate) trait TaskBody: std::any::Any + Send {
     fn execute(&mut self, cx: &mut RunCtx) -> Result<()>;
     /// Record the outcome in what the body wrote.
     fn commit(&self, result: &Result<()>);
+    /// Whether [`TaskBody::commit`] records anything for a success. Asked
+    /// once, when the body is placed, so that the runtime does not call it
+    /// for nothing on every task.
+    fn commits_success(&self) -> bool;
     /// The token of a body that runs elsewhere (external work, host access).
     fn external(&self) -> Option<&Arc<TokenInner>>;
     /// The error of a poisoned input, if any.
@@ -45,6 +49,8 @@ pub(crate) struct InlineBody {
     as_dyn: unsafe fn(*mut u8) -> *mut dyn TaskBody,
     /// The room holding the body.
     at: NonNull<u8>,
+    /// The body's [`TaskBody::commits_success`].
+    commits_success: bool,
 }
 
 /// The trait object of the `B` at `p`.
@@ -72,12 +78,19 @@ impl InlineBody {
             assert!(size_of::<B>() <= size_of::<Room>(), "a task body is larger than a task's room for it");
             assert!(align_of::<B>() <= align_of::<Room>(), "a task body is aligned more than a task's room");
         }
+        let commits_success = body.commits_success();
         let at = room.cast::<u8>();
         // SAFETY: `room` is writable (contract above), and large and aligned
         // enough for a `B` (checked above).
         unsafe { at.cast::<B>().write(body) };
         // SAFETY: `room` is a valid pointer, so not null.
-        InlineBody { as_dyn: as_dyn::<B>, at: unsafe { NonNull::new_unchecked(at) } }
+        InlineBody { as_dyn: as_dyn::<B>, at: unsafe { NonNull::new_unchecked(at) }, commits_success }
+    }
+
+    /// Whether the body's `commit` has anything to record for `result`.
+    #[inline(always)]
+    pub(crate) fn commits(&self, result: &Result<()>) -> bool {
+        result.is_err() || self.commits_success
     }
 
     #[inline(always)]

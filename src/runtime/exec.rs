@@ -18,7 +18,7 @@ use super::event::Event;
 use super::guard::panic_message;
 use super::pool::RuntimeInner;
 use super::run_ctx::RunCtx;
-use super::running::RunningGuard;
+use super::running::Running;
 use super::task::{ReadyList, Task};
 use super::token::{self, Finish, GrantedView, Keep, TokenInner};
 use super::work::{Completion, Job, Parked, Released, Work};
@@ -111,7 +111,8 @@ fn execute(task: &Arc<Task>) -> ReadyList {
                     }
                 }
             } else {
-                let _running = RunningGuard::push(task, op);
+                let running = Running::new(task, op);
+                let _running = running.enter();
                 let r = match catch_unwind(AssertUnwindSafe(|| op.execute(&mut cx))) {
                     Ok(r) => r,
                     Err(p) => Err(Error::new(Status::Panic, op.origin(), panic_message(&p))),
@@ -196,7 +197,7 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     let completion = work.completion.take();
     match &work.job {
         Job::Op(op) => {
-            if commit {
+            if commit && op.commits(&result) {
                 op.get().commit(&result)
             }
         }
@@ -255,7 +256,15 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
 /// Run the runtime-less tasks (waits and releases) of `ready` here, one
 /// after the other, not nested (their own successors join the list); with
 /// `waits_only`, only the waits.
+#[inline(always)]
 fn run_inline(ready: &mut ReadyList, waits_only: bool) {
+    // Most tasks make no such task ready: only look when one is there.
+    if ready.iter().any(|t| t.runtime().is_none()) {
+        run_inline_from(ready, waits_only)
+    }
+}
+
+fn run_inline_from(ready: &mut ReadyList, waits_only: bool) {
     let mut i = 0;
     while i < ready.len() {
         // SAFETY: the tasks of `ready` were made ready by this thread and are

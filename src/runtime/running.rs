@@ -2,7 +2,8 @@
 //! finish (a task waiting on a tensor it accesses, or on an operation that
 //! waits for it).
 
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::ptr;
 use std::sync::Arc;
 
 use super::body::TaskBody;
@@ -10,47 +11,70 @@ use super::guard::InLibraryWork;
 use super::task::Task;
 use crate::tensor::value::Value;
 
-thread_local! {
-    /// Tasks running on this thread, innermost last (a waiting task may help
-    /// run others). The pointers are valid while their entries exist: each is
-    /// pushed by `RunningGuard::push` from a frame that holds the task and
-    /// operation, and popped when that guard drops, before they do.
-    static RUNNING: RefCell<Vec<(*const Task, *const dyn TaskBody)>> = const { RefCell::new(Vec::new()) };
+/// A task running on this thread, in the stack frame that runs it. The
+/// thread's running tasks are a list of these, innermost first (a waiting
+/// task may help run others), so entering and leaving cost no allocation.
+pub(crate) struct Running {
+    task: *const Task,
+    op: *const dyn TaskBody,
+    outer: Cell<*const Running>,
 }
 
-/// Pops the RUNNING entry even if the operation panics; counts the thread
-/// into the library's work meanwhile (see `Event::wait`).
-pub(crate) struct RunningGuard {
+thread_local! {
+    /// The innermost task running on this thread, or null. Each entry is
+    /// valid while it is listed: [`Running::enter`] lists it for the life of
+    /// a guard that borrows it, and the entry borrows the task and body.
+    static INNERMOST: Cell<*const Running> = const { Cell::new(ptr::null()) };
+}
+
+impl Running {
+    pub(crate) fn new(task: &Task, op: &(dyn TaskBody + 'static)) -> Running {
+        Running { task, op, outer: Cell::new(ptr::null()) }
+    }
+
+    /// List this task as running on this thread, and count the thread into
+    /// the library's work (see `Event::wait`), while the guard lives.
+    pub(crate) fn enter(&self) -> RunningGuard<'_> {
+        INNERMOST.with(|top| self.outer.set(top.replace(self)));
+        RunningGuard { running: self, _in_work: InLibraryWork::enter() }
+    }
+}
+
+/// Unlists its entry even if the operation panics.
+pub(crate) struct RunningGuard<'a> {
+    running: &'a Running,
     _in_work: InLibraryWork,
 }
 
-impl RunningGuard {
-    pub(crate) fn push(task: &Task, op: &(dyn TaskBody + 'static)) -> RunningGuard {
-        RUNNING.with(|r| r.borrow_mut().push((task as *const Task, op as *const dyn TaskBody)));
-        RunningGuard { _in_work: InLibraryWork::enter() }
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        INNERMOST.with(|top| top.set(self.running.outer.get()));
     }
 }
 
-impl Drop for RunningGuard {
-    fn drop(&mut self) {
-        RUNNING.with(|r| r.borrow_mut().pop());
+/// The tasks running on this thread, innermost first.
+fn each_running(mut f: impl FnMut(&Running) -> bool) -> bool {
+    let mut at = INNERMOST.with(Cell::get);
+    while !at.is_null() {
+        // SAFETY: listed entries are alive (see INNERMOST), and this runs
+        // inside them all.
+        let r = unsafe { &*at };
+        if f(r) {
+            return true;
+        }
+        at = r.outer.get();
     }
+    false
 }
 
 /// Whether a task running on this thread accesses `value`.
 pub(crate) fn current_task_holds(value: &Arc<Value>) -> bool {
-    RUNNING.with(|r| {
-        r.borrow().iter().any(|(_, op)| {
-            // SAFETY: entries point at operations on this thread's stack,
-            // popped (by RunningGuard) before those operations are dropped.
-            unsafe { (**op).holds(value) }
-        })
-    })
+    // SAFETY: an entry's body outlives it (see INNERMOST).
+    each_running(|r| unsafe { (*r.op).holds(value) })
 }
 
 /// Whether `target` waits (transitively) for a task running on this thread.
 pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
-    let running: Vec<*const Task> = RUNNING.with(|r| r.borrow().iter().map(|(t, _)| *t).collect());
-    // SAFETY: see RUNNING; the entries outlive this call, which runs inside them.
-    running.iter().any(|&t| unsafe { (*t).reaches(target) })
+    // SAFETY: an entry's task outlives it (see INNERMOST).
+    each_running(|r| unsafe { (*r.task).reaches(target) })
 }
