@@ -354,12 +354,14 @@ static void read_loadavg(char *buf, size_t cap) {
 
 static int bench_small(void) {
     const long ops = getenv("GEMM_SMALL_OPS") ? atol(getenv("GEMM_SMALL_OPS")) : 100000;
+#define CASE(o, size, count) { .op = (o), .n = (size), .ops = (count) }
     small_case cases[] = {
-        { S_GEMM, 4, ops }, { S_GEMM, 16, ops }, { S_GEMM, 64, ops / 10 > 0 ? ops / 10 : 1 },
-        { S_FILL, 1, ops }, { S_FILL, 10, ops }, { S_FILL, 100, ops },
-        { S_AXPY, 1, ops }, { S_AXPY, 10, ops }, { S_AXPY, 100, ops },
-        { S_COPY, 1, ops }, { S_COPY, 10, ops }, { S_COPY, 100, ops },
+        CASE(S_GEMM, 4, ops), CASE(S_GEMM, 16, ops), CASE(S_GEMM, 64, ops / 10 > 0 ? ops / 10 : 1),
+        CASE(S_FILL, 1, ops), CASE(S_FILL, 10, ops), CASE(S_FILL, 100, ops),
+        CASE(S_AXPY, 1, ops), CASE(S_AXPY, 10, ops), CASE(S_AXPY, 100, ops),
+        CASE(S_COPY, 1, ops), CASE(S_COPY, 10, ops), CASE(S_COPY, 100, ops),
     };
+#undef CASE
     const int ncases = (int)(sizeof cases / sizeof *cases);
     /* Default submission options, as a program would pass them (pattern (a) uses the same). */
     ta_submit o;
