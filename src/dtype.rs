@@ -181,6 +181,7 @@ impl Scalar {
     /// assert!(Scalar::complex(1.0, 1.0).check_for(DType::C64, "example").is_ok());
     /// assert!(Scalar::complex(1.0, 1.0).check_for(DType::F64, "example").is_err());
     /// ```
+    #[inline]
     pub fn check_for(self, dtype: DType, origin: &'static str) -> Result<()> {
         let ok = match dtype {
             DType::C64 | DType::C128 => true,
@@ -193,12 +194,17 @@ impl Scalar {
         if ok {
             Ok(())
         } else {
-            Err(Error::new(
-                Status::InvalidArgument,
-                origin,
-                format!("scalar {}{:+}i is not representable as {}", self.re, self.im, dtype.name()),
-            ))
+            Err(self.not_representable(dtype, origin))
         }
+    }
+
+    #[cold]
+    fn not_representable(self, dtype: DType, origin: &'static str) -> Error {
+        Error::new(
+            Status::InvalidArgument,
+            origin,
+            format!("scalar {}{:+}i is not representable as {}", self.re, self.im, dtype.name()),
+        )
     }
 }
 

@@ -155,10 +155,7 @@ pub(crate) fn borrowed<'b, H: Castable>(
     origin: &'static str,
     what: &str,
 ) -> Result<&'b H::RustType, Error> {
-    match b.get(raw(h), H::KIND) {
-        Ok(o) => H::from_object(o).ok_or_else(|| arg_error(Status::Internal, origin, what)),
-        Err(s) => Err(arg_error(s, origin, what)),
-    }
+    b.get_as::<H>(raw(h)).map_err(|s| arg_error(s, origin, what))
 }
 
 /// Remove the handle and return its object (the statuses of

@@ -4,8 +4,9 @@
 use std::ffi::c_char;
 
 use super::args::array_arg;
-use super::ops::{per_form, submit_with};
-use super::{arg, guard};
+use super::handles::Borrows;
+use super::ops::{per_form, submit_borrowing, submit_in, submit_with};
+use super::{arg, borrowed, guard};
 use super::{ta_diag, ta_error, ta_event, ta_scalar, ta_side, ta_status, ta_submit, ta_tensor, ta_uplo};
 use super::{TA_DIAG_NON_UNIT, TA_DIAG_UNIT, TA_SIDE_LEFT, TA_SIDE_RIGHT, TA_UPLO_LOWER, TA_UPLO_UPPER};
 use ta::ops::{self, ScalarArg, Uplo};
@@ -25,7 +26,7 @@ fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
     }
 }
 
-fn three(
+fn three_owned(
     c: *const ta_tensor,
     a: *const ta_tensor,
     b: *const ta_tensor,
@@ -37,35 +38,45 @@ fn three(
 /// A scalar argument from C: an immediate `ta_scalar`, or a 0-d tensor read
 /// when the operation runs (the `_t` forms, which share their bodies with
 /// the plain ones through this).
-trait CScalar {
-    fn hold(self, origin: &'static str, what: &str) -> Result<Held, Error>;
-}
-
-/// A scalar argument, looked up.
-enum Held {
-    Value(Scalar),
-    Tensor(Tensor),
-}
-
-impl Held {
-    fn arg(&self) -> ScalarArg<'_> {
-        match self {
-            Held::Value(s) => ScalarArg::Value(*s),
-            Held::Tensor(t) => ScalarArg::Tensor(t),
-        }
-    }
+trait CScalar: Copy {
+    /// The handle to lock before [`CScalar::borrow`] (NULL for an immediate).
+    fn handle(self) -> *const ta_tensor;
+    /// The scalar, its tensor borrowed from `b`.
+    fn borrow<'b>(self, b: &'b Borrows, origin: &'static str, what: &str) -> Result<ScalarArg<'b>, Error>;
 }
 
 impl CScalar for ta_scalar {
-    fn hold(self, _: &'static str, _: &str) -> Result<Held, Error> {
-        Ok(Held::Value(sc(self)))
+    #[inline(always)]
+    fn handle(self) -> *const ta_tensor {
+        std::ptr::null()
+    }
+    #[inline(always)]
+    fn borrow<'b>(self, _: &'b Borrows, _: &'static str, _: &str) -> Result<ScalarArg<'b>, Error> {
+        Ok(ScalarArg::Value(sc(self)))
     }
 }
 
 impl CScalar for *const ta_tensor {
-    fn hold(self, origin: &'static str, what: &str) -> Result<Held, Error> {
-        arg(self, origin, what).map(Held::Tensor)
+    #[inline(always)]
+    fn handle(self) -> *const ta_tensor {
+        self
     }
+    #[inline(always)]
+    fn borrow<'b>(self, b: &'b Borrows, origin: &'static str, what: &str) -> Result<ScalarArg<'b>, Error> {
+        borrowed(b, self, origin, what).map(ScalarArg::Tensor)
+    }
+}
+
+/// The operands of a product, `c`, `a` and `b`, borrowed from `b`.
+#[inline(always)]
+fn three<'b>(
+    bw: &'b Borrows,
+    c: *const ta_tensor,
+    a: *const ta_tensor,
+    b: *const ta_tensor,
+    origin: &'static str,
+) -> Result<[&'b Tensor; 3], Error> {
+    Ok([borrowed(bw, c, origin, "c")?, borrowed(bw, a, origin, "a")?, borrowed(bw, b, origin, "b")?])
 }
 
 /// `ta_gemm` and `ta_gemm_t`.
@@ -81,17 +92,20 @@ fn gemm(
     event_out: *mut *mut ta_event,
     error: *mut *mut ta_error,
 ) -> ta_status {
+    // The handles are borrowed, not cloned: no reference count per operand.
     guard(origin, error, || {
-        let (c, a, b) = three(c, a, b, origin)?;
-        let (al, be) = (alpha.hold(origin, "alpha")?, beta.hold(origin, "beta")?);
-        per_form!(event_out, |form| submit_with(form, origin, opts, event_out, |s| ops::gemm(
-            &c,
-            al.arg(),
-            &a,
-            &b,
-            be.arg(),
-            s
-        )))
+        per_form!(event_out, |form| submit_borrowing(
+            form,
+            origin,
+            [c, a, b, alpha.handle(), beta.handle()],
+            opts,
+            event_out,
+            |bw| {
+                let [c, a, b] = three(bw, c, a, b, origin)?;
+                let (al, be) = (alpha.borrow(bw, origin, "alpha")?, beta.borrow(bw, origin, "beta")?);
+                submit_in(form, bw, origin, opts, |s| ops::gemm(c, al, a, b, be, s))
+            }
+        ))
     })
 }
 
@@ -109,11 +123,13 @@ fn product(
     error: *mut *mut ta_error,
 ) -> ta_status {
     guard(origin, error, || {
-        let (c, a, b) = three(c, a, b, origin)?;
-        let al = alpha.hold(origin, "alpha")?;
-        per_form!(event_out, |form| submit_with(form, origin, opts, event_out, |s| match add {
-            false => ops::assign_product(&c, al.arg(), &a, &b, s),
-            true => ops::add_product(&c, al.arg(), &a, &b, s),
+        per_form!(event_out, |form| submit_borrowing(form, origin, [c, a, b, alpha.handle()], opts, event_out, |bw| {
+            let [c, a, b] = three(bw, c, a, b, origin)?;
+            let al = alpha.borrow(bw, origin, "alpha")?;
+            submit_in(form, bw, origin, opts, |s| match add {
+                false => ops::assign_product(c, al, a, b, s),
+                true => ops::add_product(c, al, a, b, s),
+            })
         }))
     })
 }
@@ -238,7 +254,7 @@ pub extern "C" fn ta_contract(
 ) -> ta_status {
     const O: &str = "ta_contract";
     guard(O, error, || {
-        let (c, a, b) = three(c, a, b, O)?;
+        let (c, a, b) = three_owned(c, a, b, O)?;
         let (aa, ba) = (array_arg(a_axes, naxes, O, "a_axes")?, array_arg(b_axes, naxes, O, "b_axes")?);
         // SAFETY: a non-NULL `beta` points to a readable ta_scalar by the C contract.
         let beta = (!beta.is_null()).then(|| ScalarArg::Value(sc(unsafe { *beta })));

@@ -3,7 +3,7 @@
  *
  *   make -C examples-c/bench gemm        # deps + build + run (about 30 s on 2 cores)
  *   ./gemm [n] [reps]                    # defaults: n = 2048, reps = 5
- *   ./gemm small                         # only the 4x4 part (for profilers)
+ *   ./gemm small                         # only the small operations (part 2)
  *
  * Three measurements (issue 4):
  *
@@ -15,12 +15,17 @@
  *      best and median GF/s, ratio ours / OpenBLAS. Results are compared
  *      element-wise (max relative difference printed, run fails above 1e-10).
  *
- *   2. gemm on 4x4 f64 matrices through the C ABI, per op:
- *        stream   - 200000 ta_gemm calls on one C (each a write of C, so a
- *                   chain), then one wait: submission-to-completion cost per op
- *        indep    - the same over 64 different C, round robin
- *        latency  - ta_gemm + ta_event_wait per op (a full round trip each)
- *      next to a direct cblas_dgemm 4x4 call for scale.
+ *   2. Small operations (issue 20 item 4), per op, all in one run: a stream
+ *      of ta_gemm on n x n f64 matrices (n = 4, 16, 64; C = A*B, one C, so
+ *      a chain) and of ta_fill, ta_axpy and ta_copy on 1-d f64 tensors of
+ *      1, 10 and 100 elements (one output each), submission to completion,
+ *      default options. Each is set against pattern (a) of bench.c (a chain
+ *      of ta_kernel_submit on one double: the task overhead), measured in
+ *      the same rounds, plus the direct kernel's time (cblas_dgemm on one
+ *      thread; a plain C loop for fill, axpy and copy): ratio
+ *      op / ((a) + direct), target <= 2. Results are checked against the
+ *      direct kernel's. Then, for scale, the 4x4 gemm over 64 outputs round
+ *      robin and a ta_gemm + ta_event_wait round trip.
  *
  *   3. Two n x n dgemms submitted together against the same two run one after
  *      the other (submit, wait, submit, wait); ratio together / sequential.
@@ -168,63 +173,273 @@ static int bench_large(int complex_, size_t n, int reps) {
 }
 
 /* ---------------------------------------------------------------------------
- * 2. 4x4 gemm per-op cost.
+ * 2. Small operations (issue 20 item 4): a stream of one operation, per op,
+ *    against pattern (a)'s ns/task plus the direct kernel's time, one run.
  */
-#define SMALL 4
-#define NSMALL_C 64
+#define SMALL_ROUNDS 5   /* timed rounds, after one warm-up round */
+#define SMALL_TARGET 2.0 /* op <= 2 x ((a) + direct) */
+#define N_CHAIN 100000   /* pattern (a), as in bench.c */
+#define NSMALL_C 64      /* outputs of the 4x4 "indep" stream */
 
-static int bench_small(void) {
-    const int ops = getenv("GEMM_SMALL_OPS") ? atoi(getenv("GEMM_SMALL_OPS")) : 200000;
-    const int lat_ops = ops / 10;
-    double a[SMALL * SMALL], b[SMALL * SMALL], ref[SMALL * SMALL], cs[NSMALL_C][SMALL * SMALL];
-    fill_random(a, SMALL * SMALL, 3);
-    fill_random(b, SMALL * SMALL, 4);
+/* Pattern (a) of bench.c: 1-double tensor, k_inc, one UPDATE access per task, name NULL. */
+static ta_status k_inc(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *c) {
+    (void)n; (void)ud; (void)c;
+    *(double *)v[0].data += 1.0;
+    return TA_STATUS_OK;
+}
+
+static double pattern_a(ta_tensor *x, const ta_submit *o) {
+    ta_access acc = { x, TA_MODE_UPDATE };
+    double t0 = now_ns();
+    for (long i = 0; i < N_CHAIN; i++) OK(ta_kernel_submit(k_inc, NULL, NULL, &acc, 1, o, NULL, &err));
+    wait_tensor(x);
+    return (now_ns() - t0) / N_CHAIN;
+}
+
+/* The direct kernels, out of line and with a compiler barrier per call so
+ * that a loop of calls is a loop of kernels. */
+__attribute__((noinline)) static void direct_fill(double *x, size_t n, double v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void direct_axpy(double *y, double a, const double *x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void direct_copy(double *d, const double *s, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = s[i];
+    __asm__ volatile("" ::: "memory");
+}
+
+enum small_op { S_GEMM, S_FILL, S_AXPY, S_COPY };
+static const char *const small_name[] = { "gemm", "fill", "axpy", "copy" };
+
+typedef struct {
+    enum small_op op;
+    size_t n;  /* gemm: n x n matrices; otherwise elements */
+    long ops;  /* per stream */
+    double *x, *y, *z, *ref; /* wrapped memory: gemm C, A, B; fill x; axpy y, x; copy dst, src */
+    ta_tensor *tx, *ty, *tz;
+    double t_op[SMALL_ROUNDS], t_direct[SMALL_ROUNDS];
+    double maxdiff;
+} small_case;
+
+static ta_tensor *wrap1(size_t n, double *data) {
+    ta_tensor *t = NULL;
+    ta_error *err = NULL;
+    check(ta_tensor_wrap(TA_DTYPE_F64, 1, &n, NULL, TA_ORDER_ROW_MAJOR, data, NULL, NULL, &t, &err), err,
+          "ta_tensor_wrap");
+    return t;
+}
+
+static void small_setup(small_case *c) {
+    size_t words = c->op == S_GEMM ? c->n * c->n : c->n;
+    c->x = calloc(words, sizeof(double));
+    c->y = calloc(words, sizeof(double));
+    c->z = calloc(words, sizeof(double));
+    c->ref = calloc(words, sizeof(double));
+    c->maxdiff = 0;
+    if (c->op == S_GEMM) {
+        fill_random(c->y, words, 3);
+        fill_random(c->z, words, 4);
+        c->tx = wrap2(TA_DTYPE_F64, c->n, c->n, c->x);
+        c->ty = wrap2(TA_DTYPE_F64, c->n, c->n, c->y);
+        c->tz = wrap2(TA_DTYPE_F64, c->n, c->n, c->z);
+    } else {
+        for (size_t i = 0; i < words; i++) c->y[i] = (double)(i + 1);
+        c->tx = wrap1(words, c->x);
+        c->ty = wrap1(words, c->y);
+        c->tz = NULL;
+    }
+}
+
+static void small_teardown(small_case *c) {
+    ta_tensor_free(c->tx);
+    ta_tensor_free(c->ty);
+    if (c->tz) ta_tensor_free(c->tz);
+    free(c->x); free(c->y); free(c->z); free(c->ref);
+}
+
+/* One stream of c->ops operations on one output (each waits for the one
+ * before: a chain), submission to completion, ns per op; then the result is
+ * checked against the direct kernel's. */
+static double small_stream(small_case *c, const ta_submit *o) {
+    ta_scalar one = { 1.0, 0.0 }, zero = { 0.0, 0.0 }, half = { 0.5, 0.0 };
+    size_t words = c->op == S_GEMM ? c->n * c->n : c->n;
+    memset(c->x, 0, words * sizeof(double)); /* the tensor is idle here */
+    double t0 = now_ns();
+    switch (c->op) {
+    case S_GEMM: for (long i = 0; i < c->ops; i++) OK(ta_gemm(c->tx, one, c->ty, c->tz, zero, o, NULL, &err)); break;
+    case S_FILL: for (long i = 0; i < c->ops; i++) OK(ta_fill(c->tx, one, o, NULL, &err)); break;
+    case S_AXPY: for (long i = 0; i < c->ops; i++) OK(ta_axpy(c->tx, half, c->ty, o, NULL, &err)); break;
+    case S_COPY: for (long i = 0; i < c->ops; i++) OK(ta_copy(c->tx, c->ty, o, NULL, &err)); break;
+    }
+    wait_tensor(c->tx);
+    double per = (now_ns() - t0) / (double)c->ops;
+    for (size_t i = 0; i < words; i++) {
+        double want = c->op == S_GEMM ? c->ref[i]
+                      : c->op == S_FILL ? 1.0
+                      : c->op == S_AXPY ? 0.5 * (double)c->ops * c->y[i] /* exact: small integers times 2^-1 */
+                                        : c->y[i];
+        c->maxdiff = fmax(c->maxdiff, fabs(c->x[i] - want));
+    }
+    return per;
+}
+
+/* The same operation called directly c->ops times (OpenBLAS on one thread for gemm). */
+static double small_direct(small_case *c) {
+    double t0 = now_ns();
+    switch (c->op) {
+    case S_GEMM: {
+        int n = (int)c->n;
+        for (long i = 0; i < c->ops; i++)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, c->y, n, c->z, n, 0.0, c->ref, n);
+        break;
+    }
+    case S_FILL: for (long i = 0; i < c->ops; i++) direct_fill(c->ref, c->n, 1.0); break;
+    case S_AXPY: for (long i = 0; i < c->ops; i++) direct_axpy(c->ref, 0.5, c->y, c->n); break;
+    case S_COPY: for (long i = 0; i < c->ops; i++) direct_copy(c->ref, c->y, c->n); break;
+    }
+    return (now_ns() - t0) / (double)c->ops;
+}
+
+/* The 4x4 gemm's other figures (for scale; no target): over 64 outputs
+ * round robin, and one ta_gemm + ta_event_wait round trip. */
+static int small_extra(long ops, const ta_submit *o) {
+    enum { S = 4 };
+    double a[S * S], b[S * S], ref[S * S], cs[NSMALL_C][S * S];
+    fill_random(a, S * S, 3);
+    fill_random(b, S * S, 4);
     memset(cs, 0, sizeof cs);
-    ta_tensor *ta = wrap2(TA_DTYPE_F64, SMALL, SMALL, a), *tb = wrap2(TA_DTYPE_F64, SMALL, SMALL, b);
-    ta_tensor *tc[NSMALL_C];
-    for (int i = 0; i < NSMALL_C; i++) tc[i] = wrap2(TA_DTYPE_F64, SMALL, SMALL, cs[i]);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, S, S, 1.0, a, S, b, S, 0.0, ref, S);
+    ta_tensor *ta = wrap2(TA_DTYPE_F64, S, S, a), *tb = wrap2(TA_DTYPE_F64, S, S, b), *tc[NSMALL_C];
+    for (int i = 0; i < NSMALL_C; i++) tc[i] = wrap2(TA_DTYPE_F64, S, S, cs[i]);
     ta_scalar one = { 1.0, 0.0 }, zero = { 0.0, 0.0 };
-    ta_submit o = native_opts();
-    double per_stream = 1e9, per_indep = 1e9, per_lat = 1e9, per_blas = 1e9;
-
+    double per_indep = 1e30, per_lat = 1e30;
+    long lat_ops = ops / 10;
     for (int round = 0; round < 3; round++) {
-        double t0 = now();
-        for (int i = 0; i < ops; i++) OK(ta_gemm(tc[0], one, ta, tb, zero, &o, NULL, &err));
-        wait_tensor(tc[0]);
-        per_stream = fmin(per_stream, (now() - t0) / ops * 1e9);
-
-        t0 = now();
-        for (int i = 0; i < ops; i++) OK(ta_gemm(tc[i % NSMALL_C], one, ta, tb, zero, &o, NULL, &err));
+        double t0 = now_ns();
+        for (long i = 0; i < ops; i++) OK(ta_gemm(tc[i % NSMALL_C], one, ta, tb, zero, o, NULL, &err));
         for (int i = 0; i < NSMALL_C; i++) wait_tensor(tc[i]);
-        per_indep = fmin(per_indep, (now() - t0) / ops * 1e9);
-
-        t0 = now();
-        for (int i = 0; i < lat_ops; i++) {
+        per_indep = fmin(per_indep, (now_ns() - t0) / (double)ops);
+        t0 = now_ns();
+        for (long i = 0; i < lat_ops; i++) {
             ta_event *ev = NULL;
-            OK(ta_gemm(tc[0], one, ta, tb, zero, &o, &ev, &err));
+            OK(ta_gemm(tc[0], one, ta, tb, zero, o, &ev, &err));
             wait_event(ev);
         }
-        per_lat = fmin(per_lat, (now() - t0) / lat_ops * 1e9);
-
-        openblas_set_num_threads(1);
-        t0 = now();
-        for (int i = 0; i < ops; i++)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, SMALL, SMALL, SMALL, 1.0, a, SMALL, b, SMALL,
-                        0.0, ref, SMALL);
-        per_blas = fmin(per_blas, (now() - t0) / ops * 1e9);
-        openblas_set_num_threads(THREADS);
+        per_lat = fmin(per_lat, (now_ns() - t0) / (double)lat_ops);
     }
     double maxdiff = 0.0;
     for (int k = 0; k < NSMALL_C; k++)
-        for (int i = 0; i < SMALL * SMALL; i++) maxdiff = fmax(maxdiff, fabs(cs[k][i] - ref[i]));
-    printf("gemm 4x4 per op (best of 3): stream %.0f ns | indep %.0f ns | latency (submit+wait) %.0f ns | "
-           "direct cblas_dgemm call %.0f ns | max diff vs cblas %.1e\n",
-           per_stream, per_indep, per_lat, per_blas, maxdiff);
+        for (int i = 0; i < S * S; i++) maxdiff = fmax(maxdiff, fabs(cs[k][i] - ref[i]));
+    printf("gemm 4x4 also (best of 3): over %d outputs round robin %.0f ns/op | ta_gemm + ta_event_wait round trip "
+           "%.0f ns | max diff vs cblas %.1e\n", NSMALL_C, per_indep, per_lat, maxdiff);
     ta_tensor_free(ta);
     ta_tensor_free(tb);
     for (int i = 0; i < NSMALL_C; i++) ta_tensor_free(tc[i]);
     int bad = !(maxdiff < 1e-13);
     if (bad) printf("FAIL: 4x4 results differ from OpenBLAS\n");
+    return bad;
+}
+
+static void read_loadavg(char *buf, size_t cap) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    buf[0] = 0;
+    if (f) {
+        if (fgets(buf, (int)cap, f)) buf[strcspn(buf, "\n")] = 0;
+        fclose(f);
+    }
+}
+
+static int bench_small(void) {
+    const long ops = getenv("GEMM_SMALL_OPS") ? atol(getenv("GEMM_SMALL_OPS")) : 100000;
+#define CASE(o, size, count) { .op = (o), .n = (size), .ops = (count) }
+    small_case cases[] = {
+        CASE(S_GEMM, 4, ops), CASE(S_GEMM, 16, ops), CASE(S_GEMM, 64, ops / 10 > 0 ? ops / 10 : 1),
+        CASE(S_FILL, 1, ops), CASE(S_FILL, 10, ops), CASE(S_FILL, 100, ops),
+        CASE(S_AXPY, 1, ops), CASE(S_AXPY, 10, ops), CASE(S_AXPY, 100, ops),
+        CASE(S_COPY, 1, ops), CASE(S_COPY, 10, ops), CASE(S_COPY, 100, ops),
+    };
+#undef CASE
+    const int ncases = (int)(sizeof cases / sizeof *cases);
+    /* Default submission options, as a program would pass them (pattern (a) uses the same). */
+    ta_submit o;
+    memset(&o, 0, sizeof o);
+    o.runtime = rt;
+    size_t one_ext = 1;
+    ta_tensor *xa = NULL;
+    OK(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &one_ext, TA_ORDER_ROW_MAJOR, &xa, &err));
+    for (int k = 0; k < ncases; k++) small_setup(&cases[k]);
+    double t_a[SMALL_ROUNDS];
+    char load0[128], load1[128];
+    read_loadavg(load0, sizeof load0);
+    double w0 = now_ns(), sys0 = system_busy_ns(), self0 = self_cpu_ns();
+    openblas_set_num_threads(1);
+    /* Each round runs (a), every stream and every direct kernel once, so a
+     * slow spell of the machine hits all of them alike; round -1 is the warm-up. */
+    for (int r = -1; r < SMALL_ROUNDS; r++) {
+        double a = pattern_a(xa, &o);
+        if (r >= 0) t_a[r] = a;
+        for (int k = 0; k < ncases; k++) {
+            double d = small_direct(&cases[k]);
+            double t = small_stream(&cases[k], &o);
+            if (r >= 0) {
+                cases[k].t_direct[r] = d;
+                cases[k].t_op[r] = t;
+            }
+        }
+    }
+    openblas_set_num_threads(THREADS);
+    double wall = now_ns() - w0;
+    double other = wall > 0 ? (system_busy_ns() - sys0 - (self_cpu_ns() - self0)) / (wall * sysconf(_SC_NPROCESSORS_ONLN)) : 0;
+    if (other < 0) other = 0;
+    read_loadavg(load1, sizeof load1);
+
+    double am = median(t_a, SMALL_ROUNDS), amin = best(t_a, SMALL_ROUNDS);
+    printf("\nsmall operations: a stream of %ld ops on one output (64x64: %ld), submission to completion, default "
+           "options;\n  (a) = bench.c's pattern (a) in the same run (%d ta_kernel_submit on one double), direct = "
+           "the kernel called directly\n  (cblas_dgemm on 1 thread; a C loop for fill/axpy/copy). Median (min) of %d "
+           "rounds after a warm-up.\n  loadavg before: %s; after: %s; other processes' share of the machine during "
+           "the section: %.0f%%\n", ops, cases[2].ops, N_CHAIN, SMALL_ROUNDS, load0, load1, 100 * other);
+    printf("(a) %.0f ns/task (min %.0f)\n\n", am, amin);
+    printf("| op | size | ours ns/op | direct ns | (a) + direct | ratio | target | verdict |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    int bad = 0;
+    for (int k = 0; k < ncases; k++) {
+        small_case *c = &cases[k];
+        double om = median(c->t_op, SMALL_ROUNDS), omin = best(c->t_op, SMALL_ROUNDS);
+        double dm = median(c->t_direct, SMALL_ROUNDS);
+        double ratio = om / (am + dm);
+        char size[32];
+        if (c->op == S_GEMM) snprintf(size, sizeof size, "%zux%zu", c->n, c->n);
+        else snprintf(size, sizeof size, "%zu", c->n);
+        int no_peer = c->op == S_GEMM && openblas_fallback();
+        const char *verdict = no_peer ? "none" : ratio <= SMALL_TARGET ? "PASS" : "MISS";
+        printf("| %s | %s | %.0f (%.0f) | %.1f | %.0f | %.2fx | <= %.1fx | %s |\n", small_name[c->op], size, om, omin,
+               dm, am + dm, ratio, SMALL_TARGET, verdict);
+        double tol = c->op == S_GEMM ? 1e-13 : 0.0;
+        if (!(c->maxdiff <= tol)) {
+            printf("FAIL: %s %s results differ from the direct kernel's (max diff %.1e)\n", small_name[c->op], size,
+                   c->maxdiff);
+            bad = 1;
+        }
+    }
+    printf("\n");
+    for (int k = 0; k < ncases; k++) {
+        small_case *c = &cases[k];
+        double om = median(c->t_op, SMALL_ROUNDS), dm = median(c->t_direct, SMALL_ROUNDS);
+        double ratio = om / (am + dm);
+        int no_peer = c->op == S_GEMM && openblas_fallback();
+        printf("RESULT bench=small op=%s n=%zu unit=ns_per_op median=%.1f a=%.1f direct=%.1f "
+               "ratio=op_over_a_plus_direct value=%.3f target=%.1f verdict=%s%s\n",
+               small_name[c->op], c->n, om, am, dm, ratio, SMALL_TARGET,
+               no_peer ? "none" : ratio <= SMALL_TARGET ? "PASS" : "MISS",
+               no_peer ? " (OpenBLAS ran a fallback kernel)" : "");
+    }
+    for (int k = 0; k < ncases; k++) small_teardown(&cases[k]);
+    ta_tensor_free(xa);
+    bad |= small_extra(ops, &o);
     return bad;
 }
 
@@ -281,8 +496,9 @@ static int bench_pair(size_t n, int reps) {
 
 int main(int argc, char **argv) {
     openblas_best_init(argv);
-    if (argc > 1 && strcmp(argv[1], "small") == 0) { /* only the 4x4 part (for profilers) */
+    if (argc > 1 && strcmp(argv[1], "small") == 0) { /* only the small operations */
         OK(ta_runtime_new(THREADS, &rt, &err));
+        printf("%s\n", openblas_kernel_line());
         int bad = bench_small();
         ta_runtime_free(rt);
         return bad;

@@ -134,6 +134,9 @@ int main(void) {
     /* NULL handle */
     REJECTED(ta_fill(NULL, real(1), &o, &ev, &err), TA_STATUS_NULL_HANDLE);
     REJECTED(ta_axpy(y, real(1), NULL, &o, &ev, &err), TA_STATUS_NULL_HANDLE);
+    REJECTED(ta_gemm(y, real(1), y, NULL, real(0), &o, &ev, &err), TA_STATUS_NULL_HANDLE);
+    REJECTED(ta_gemm_t(y, NULL, y, y, y, &o, &ev, &err), TA_STATUS_NULL_HANDLE);
+    REJECTED(ta_assign_product(NULL, real(1), y, y, &o, &ev, &err), TA_STATUS_NULL_HANDLE);
     CHECK_STATUS(ta_event_poll(NULL), TA_STATUS_NULL_HANDLE);
     CHECK_STATUS(ta_tensor_wait(NULL, 0, NULL), TA_STATUS_NULL_HANDLE);
 
@@ -142,6 +145,9 @@ int main(void) {
     MUST(ta_tensor_free(gone));
     REJECTED(ta_fill(gone, real(1), &o, &ev, &err), TA_STATUS_STALE_HANDLE);
     REJECTED(ta_axpy(y, real(1), gone, &o, &ev, &err), TA_STATUS_STALE_HANDLE);
+    REJECTED(ta_gemm(y, real(1), gone, y, real(0), &o, &ev, &err), TA_STATUS_STALE_HANDLE);
+    REJECTED(ta_gemm_t(y, y, y, y, gone, &o, &ev, &err), TA_STATUS_STALE_HANDLE);
+    REJECTED(ta_add_product_t(y, gone, y, y, &o, &ev, &err), TA_STATUS_STALE_HANDLE);
     ta_dtype dt = 0;
     CHECK_STATUS(ta_tensor_dtype(gone, &dt), TA_STATUS_STALE_HANDLE);
     /* ... and still stale once the slot has been reused by new handles. */
@@ -180,6 +186,8 @@ int main(void) {
     MUST(wait_event(live_ev, 60));
     REJECTED(ta_fill((const ta_tensor *)live_ev, real(1), &o, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
     REJECTED(ta_axpy(y, real(1), (const ta_tensor *)cq, &o, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
+    REJECTED(ta_gemm(y, real(1), y, (const ta_tensor *)cq, real(0), &o, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
+    REJECTED(ta_gemm_t(y, (const ta_tensor *)live_ev, y, y, y, &o, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
     CHECK_STATUS(ta_event_poll((const ta_event *)x), TA_STATUS_WRONG_HANDLE_TYPE);
     CHECK_STATUS(ta_tensor_free((ta_tensor *)live_ev), TA_STATUS_WRONG_HANDLE_TYPE);
     CHECK_STATUS(ta_event_poll(live_ev), TA_STATUS_OK); /* the wrong-type free did not free it */
@@ -187,11 +195,14 @@ int main(void) {
         ta_submit bad_rt = notify_all();
         bad_rt.runtime = (const ta_runtime *)x;
         REJECTED(ta_fill(y, real(1), &bad_rt, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
+        REJECTED(ta_gemm(y, real(1), y, y, real(0), &bad_rt, &ev, &err), TA_STATUS_WRONG_HANDLE_TYPE);
     }
     MUST(ta_event_free(live_ev));
 
     /* Forged handle values: never issued by the library. */
     REJECTED(ta_fill((const ta_tensor *)(uintptr_t)0x1234, real(1), &o, &ev, &err), TA_STATUS_INVALID_HANDLE);
+    REJECTED(ta_gemm(y, real(1), y, (const ta_tensor *)(uintptr_t)0x1234, real(0), &o, &ev, &err),
+             TA_STATUS_INVALID_HANDLE);
     REJECTED(ta_fill((const ta_tensor *)(uintptr_t)0x02000fff00abcdefULL, real(1), &o, &ev, &err),
              TA_STATUS_INVALID_HANDLE);
     {

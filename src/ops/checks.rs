@@ -5,7 +5,18 @@ use crate::error::{Error, Result, Status};
 use crate::tensor::handle::Tensor;
 
 /// Reject operands whose dtype or domain differ from the first one's.
+#[inline]
 pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Result<()> {
+    // The stored codes, compared without decoding them.
+    let codes = ts[0].root().codes();
+    if ts[1..].iter().all(|t| t.root().codes() == codes) {
+        return Ok(());
+    }
+    dtype_or_domain_differs(origin, ts)
+}
+
+#[cold]
+fn dtype_or_domain_differs(origin: &'static str, ts: &[&Tensor]) -> Result<()> {
     let first = ts[0];
     for t in &ts[1..] {
         if t.dtype() != first.dtype() {
@@ -28,11 +39,12 @@ pub(crate) fn same_dtype_and_domain(origin: &'static str, ts: &[&Tensor]) -> Res
 
 /// Reject operands `a` and `b` whose submission-time extents differ.
 pub(crate) fn same_extents(origin: &'static str, l: &Locked<'_>, a: usize, b: usize) -> Result<()> {
-    let ea = l.layout(a).map(|x| x.extents.clone());
-    match (ea, l.layout(b)) {
-        (Some(ea), Some(lb)) if ea != lb.extents => {
-            Err(Error::new(Status::ShapeMismatch, origin, format!("shapes {:?} and {:?} differ", ea, lb.extents)))
-        }
+    match (l.layout(a), l.layout(b)) {
+        (Some(la), Some(lb)) if la.extents != lb.extents => Err(Error::new(
+            Status::ShapeMismatch,
+            origin,
+            format!("shapes {:?} and {:?} differ", la.extents, lb.extents),
+        )),
         _ => Ok(()),
     }
 }

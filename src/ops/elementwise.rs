@@ -55,8 +55,8 @@ pub fn scale<C: Completion>(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_, 
 /// ```
 pub fn axpy<C: Completion>(y: &Tensor, alpha: Scalar, x: &Tensor, opts: Submit<'_, C>) -> Result<C::Output> {
     const ORIGIN: &str = "axpy";
-    let staged = super::transfer::inputs_in(ORIGIN, y.domain(), &[x], &opts)?;
-    let x = &staged[0];
+    let [x] = super::transfer::inputs_in(ORIGIN, y.domain(), [x], &opts)?;
+    let x = &*x;
     same_dtype_and_domain(ORIGIN, &[y, x])?;
     alpha.check_for(y.dtype(), ORIGIN)?;
     let candidates = registry::select(OpTag::Axpy, y.dtype(), y.domain(), opts.selector, ORIGIN)?;

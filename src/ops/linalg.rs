@@ -52,26 +52,31 @@ impl<'a> From<&'a Tensor> for ScalarArg<'a> {
     }
 }
 
-/// Operands of one submission being put together: tensors with modes, and
-/// scalar slots that point at tensor operands.
+/// Operands of one product's submission being put together: `c`, `a` and
+/// `b`, then a 0-d tensor per scalar read from one (in an array, not a
+/// small vector, whose pushes and indexing are calls on the submission path).
 struct Args<'a> {
-    operands: SmallVec<[(&'a Tensor, Mode); 6]>,
+    /// The operands in order; entries from `len` on are placeholders.
+    operands: [(&'a Tensor, Mode); 5],
+    len: usize,
     dtype: DType,
     origin: &'static str,
 }
 
 impl<'a> Args<'a> {
-    fn new(origin: &'static str, dtype: DType) -> Self {
-        Args { operands: SmallVec::new(), dtype, origin }
+    /// `c`, accessed with `c_mode`, and the inputs `a` and `b`.
+    fn new(origin: &'static str, dtype: DType, c: &'a Tensor, c_mode: Mode, a: &'a Tensor, b: &'a Tensor) -> Self {
+        let operands = [(c, c_mode), (a, Mode::Read), (b, Mode::Read), (c, Mode::Read), (c, Mode::Read)];
+        Args { operands, len: 3, dtype, origin }
     }
 
-    fn push(&mut self, t: &'a Tensor, m: Mode) -> usize {
-        self.operands.push((t, m));
-        self.operands.len() - 1
+    fn operands(&self) -> &[(&'a Tensor, Mode)] {
+        &self.operands[..self.len]
     }
 
     /// A scalar slot: immediate (checked for the dtype), or a read of a 0-d
-    /// tensor of the operation's dtype.
+    /// tensor of the operation's dtype (at most two per operation).
+    #[inline]
     fn scalar(&mut self, s: ScalarArg<'a>) -> Result<ScalarSlot> {
         match s {
             ScalarArg::Value(v) => {
@@ -86,13 +91,16 @@ impl<'a> Args<'a> {
                         format!("a scalar tensor of {} for an operation on {}", t.dtype().name(), self.dtype.name()),
                     ));
                 }
-                Ok(ScalarSlot::View(self.push(t, Mode::Read)))
+                self.operands[self.len] = (t, Mode::Read);
+                self.len += 1;
+                Ok(ScalarSlot::View(self.len - 1))
             }
         }
     }
 }
 
 /// Every scalar tensor operand (from `first` on) must be 0-d.
+#[inline]
 fn scalars_are_0d(l: &Locked<'_>, first: usize, count: usize, origin: &'static str) -> Result<()> {
     for i in first..count {
         if let Some(layout) = l.layout(i) {
@@ -112,6 +120,11 @@ fn extents_of(l: &Locked<'_>, i: usize) -> Extents {
     l.layout(i).map(|x| x.extents.clone()).unwrap_or_default()
 }
 
+/// [`extents_of`], borrowed (no copy on the submission path).
+fn extents_in<'l>(l: &'l Locked<'_>, i: usize) -> &'l [usize] {
+    l.layout(i).map_or(&[], |x| &x.extents)
+}
+
 /// An output of shape `want` that may be constructed (unconstructed), written
 /// in place (same shape), or replaced with new storage (another shape; only a
 /// whole value with no views, since views and earlier accesses keep the old
@@ -126,6 +139,10 @@ fn prepare_output(
     scalar_fits: bool,
     origin: &'static str,
 ) -> Result<()> {
+    // The usual case, an output of the right shape, without copying its extents.
+    if l.layout(i).is_some_and(|x| x.extents.as_slice() == want) {
+        return Ok(());
+    }
     let domain = l.domain(i);
     match l.layout(i).map(|x| x.extents.clone()) {
         Some(have) if have.as_slice() == want => Ok(()),
@@ -159,8 +176,8 @@ fn prepare_output(
 
 /// An output that must already have shape `want` (its old values count).
 fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str) -> Result<()> {
-    let have = extents_of(l, i);
-    if l.layout(i).is_some() && have.as_slice() != want {
+    let have = extents_in(l, i);
+    if l.layout(i).is_some() && have != want {
         return Err(Error::new(
             Status::ShapeMismatch,
             origin,
@@ -170,6 +187,7 @@ fn require_output(l: &Locked<'_>, i: usize, want: &[usize], origin: &'static str
     Ok(())
 }
 
+#[inline]
 fn native<C: Completion>(
     op: KernelOp,
     dtype: DType,
@@ -202,24 +220,30 @@ fn gemm_like<'a, C: Completion>(
     beta: Option<ScalarArg<'a>>,
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
-    let staged = super::transfer::inputs_in(origin, c.domain(), &[a, b], &opts)?;
-    let (a, b) = (&staged[0], &staged[1]);
+    let [a, b] = super::transfer::inputs_in(origin, c.domain(), [a, b], &opts)?;
+    let (a, b) = (&*a, &*b);
     same_dtype_and_domain(origin, &[c, a, b])?;
     let dtype = c.dtype();
     check_float(dtype, origin)?;
-    let mut args = Args::new(origin, dtype);
-    args.push(c, if beta.is_some() { Mode::Update } else { Mode::Write });
-    args.push(a, Mode::Read);
-    args.push(b, Mode::Read);
+    let mut args = Args::new(origin, dtype, c, if beta.is_some() { Mode::Update } else { Mode::Write }, a, b);
     let alpha = args.scalar(alpha)?;
     let beta = beta.map(|s| args.scalar(s)).transpose()?;
     let body = native(KernelOp::Gemm { alpha, beta }, dtype, c, &opts, origin)?;
-    let n = args.operands.len();
-    submit(origin, origin, &args.operands, body, opts, |l| {
+    let n = args.len;
+    submit(origin, origin, args.operands(), body, opts, |l| {
         scalars_are_0d(l, 3, n, origin)?;
-        let (ea, eb) = (extents_of(l, 1), extents_of(l, 2));
-        let shape =
-            shapes::gemm_shape(&ea, &eb).map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
+        // The usual case first: C, A and B 2-d, their shapes agreeing (one
+        // look at each layout; the checks below name what is wrong otherwise).
+        if let (Some(lc), Some(la), Some(lb)) = (l.layout(0), l.layout(1), l.layout(2)) {
+            let (ec, ea, eb) = (&lc.extents[..], &la.extents[..], &lb.extents[..]);
+            if let ([cm, cn], [am, ak], [bk, bn]) = (ec, ea, eb) {
+                if cm == am && cn == bn && ak == bk {
+                    return Ok(());
+                }
+            }
+        }
+        let shape = shapes::gemm_shape(extents_in(l, 1), extents_in(l, 2))
+            .map_err(|e| Error::new(e.status(), origin, e.message().to_string()))?;
         if beta.is_some() {
             require_output(l, 0, &shape, origin)
         } else {
@@ -325,10 +349,7 @@ pub fn contract<'a, C: Completion>(
     same_dtype_and_domain(O, &[c, a, b])?;
     let dtype = c.dtype();
     check_float(dtype, O)?;
-    let mut args = Args::new(O, dtype);
-    args.push(c, if beta.is_some() { Mode::Update } else { Mode::Write });
-    args.push(a, Mode::Read);
-    args.push(b, Mode::Read);
+    let mut args = Args::new(O, dtype, c, if beta.is_some() { Mode::Update } else { Mode::Write }, a, b);
     let alpha = args.scalar(alpha.into())?;
     let beta_slot = beta.map(|s| args.scalar(s)).transpose()?;
     let op = KernelOp::Contract(Box::new(crate::dispatch::ContractArgs {
@@ -338,8 +359,8 @@ pub fn contract<'a, C: Completion>(
         b_axes: b_axes.into(),
     }));
     let body = native(op, dtype, c, &opts, O)?;
-    let n = args.operands.len();
-    submit(O, O, &args.operands, body, opts, |l| {
+    let n = args.len;
+    submit(O, O, args.operands(), body, opts, |l| {
         scalars_are_0d(l, 3, n, O)?;
         let shape = shapes::contract_shape(&extents_of(l, 1), &extents_of(l, 2), a_axes, b_axes)
             .map_err(|e| Error::new(e.status(), O, e.message().to_string()))?;

@@ -284,7 +284,7 @@ pub(crate) struct Locked<'g> {
 impl Locked<'_> {
     /// The submission-time state of operand `i`'s root value (constructing
     /// outputs goes through it; only whole values can be unconstructed).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn state(&mut self, i: usize) -> &mut ValueState {
         self.guards.get_mut(self.slot[i]).expect("every operand's lock is taken")
     }
@@ -350,7 +350,9 @@ impl Locked<'_> {
     }
 
     /// The submission-time layout of operand `i` (its view's, for a view);
-    /// `None` while unconstructed.
+    /// `None` while unconstructed. Inlined into the plans (out of line, about
+    /// 30 instructions a call, a few calls per submission).
+    #[inline(always)]
     pub(crate) fn layout(&self, i: usize) -> Option<&Layout> {
         let t = self.operands[i].0;
         if let Some(v) = t.view() {
@@ -400,13 +402,18 @@ pub(crate) fn submit<C: Completion>(
     // Every hazard record the operands order on (one per operand, but one
     // per covered block for a coalesced view), in record order: the lock
     // order, and where accesses to one value meet.
-    let mut hz: SmallVec<[Hazard<'_>; 4]> = SmallVec::new();
+    let mut records: SmallVec<[Hazard<'_>; 4]> = SmallVec::new();
     for (op, (t, m)) in operands.iter().enumerate() {
-        for (value, region) in t.hazards() {
-            hz.push(Hazard { value, region, op, mode: *m });
+        match t.single_hazard() {
+            Some((value, region)) => records.push(Hazard { value, region, op, mode: *m }),
+            None => records.extend(t.hazards().map(|(value, region)| Hazard { value, region, op, mode: *m })),
         }
     }
-    hz.sort_by_key(|h| (Arc::as_ptr(h.value) as usize, h.op));
+    // Worked on as slices from here: the small vectors' own indexing is not
+    // inlined, and cost a 3-operand gemm about 150 instructions here.
+    let hz = records.as_mut_slice();
+    hz.sort_unstable_by_key(|h| (Arc::as_ptr(h.value) as usize, h.op));
+    let hz = &*hz;
     // Two accesses to one value in one operation are allowed when both
     // read, or when their regions are provably disjoint (§2.3).
     for (x, h) in hz.iter().enumerate() {
@@ -420,22 +427,38 @@ pub(crate) fn submit<C: Completion>(
             }
         }
     }
-    // Which lock (one per distinct value, in address order) each record takes.
-    let mut guard_of: SmallVec<[usize; 4]> = SmallVec::new();
-    for (x, h) in hz.iter().enumerate() {
-        let distinct = x == 0 || !Arc::ptr_eq(hz[x - 1].value, h.value);
-        guard_of.push(guard_of.last().map_or(0, |&g| g + distinct as usize));
-    }
-    // And which lock each operand's state is read through: its first
+    // Which lock (one per distinct value, in address order) each record
+    // takes, and which lock each operand's state is read through: its first
     // record's (a coalesced view's blocks each have a lock; only whole
-    // values have a state that plans read).
-    let mut slot: SmallVec<[usize; 4]> = SmallVec::from_elem(usize::MAX, operands.len());
-    for (h, &g) in hz.iter().zip(&guard_of) {
+    // values have a state that plans read). In arrays for a few operands.
+    const FEW: usize = 5;
+    let (mut guard_buf, mut slot_buf) = ([0; FEW], [usize::MAX; FEW]);
+    let (mut guard_vec, mut slot_vec) = (Vec::new(), Vec::new());
+    let (guard_of, slot) = if hz.len() <= FEW && operands.len() <= FEW {
+        (&mut guard_buf[..hz.len()], &mut slot_buf[..operands.len()])
+    } else {
+        guard_vec.resize(hz.len(), 0);
+        slot_vec.resize(operands.len(), usize::MAX);
+        (&mut guard_vec[..], &mut slot_vec[..])
+    };
+    let mut g = 0;
+    for (x, h) in hz.iter().enumerate() {
+        if x > 0 && !Arc::ptr_eq(hz[x - 1].value, h.value) {
+            g += 1;
+        }
+        guard_of[x] = g;
         if slot[h.op] == usize::MAX {
             slot[h.op] = g;
         }
     }
-    enroll(name, origin, operands, &hz, &guard_of, &slot, body, opts, plan)
+    enroll(name, origin, operands, hz, guard_of, slot, body, opts, plan)
+}
+
+/// The error for operand `i`, unconstructed, which the operation accesses with `mode`.
+#[cold]
+fn unconstructed(i: usize, mode: Mode, origin: &'static str) -> Error {
+    let what = if mode.reads() { "reads" } else { "writes" };
+    Error::new(Status::Unconstructed, origin, format!("operand {i} is unconstructed and this operation {what} it"))
 }
 
 /// The error for the first operand that the operation reads while it is unconstructed.
@@ -485,10 +508,9 @@ fn enroll<C: Completion>(
     let memory = Task::reserve();
     rt.inner().prepare_push();
     let handle = C::make();
-    let mut accesses = SmallVec::new();
-    for (t, m) in operands {
-        accesses.push(Access::new(t, *m));
-    }
+    // Collected, so that the vector reserves once (a push per operand checks
+    // its capacity each time).
+    let accesses = operands.iter().map(|(t, m)| Access::new(t, *m)).collect();
     let completion = work::Completion {
         event: C::event(&handle).cloned(),
         callback: opts.callback,
@@ -511,21 +533,36 @@ fn enroll<C: Completion>(
     // Reading an unconstructed operand is refused with its own status even
     // where the plan failed first on its missing shape (checked only on the
     // plan's error path, so an accepted submission pays nothing for it).
-    let checked = plan(&mut locked)
-        .map_err(|e| unconstructed_input(&locked, operands, origin).err().unwrap_or(e))
-        .and_then(|()| {
-            for (i, (_, m)) in operands.iter().enumerate() {
-                if locked.layout(i).is_none() {
-                    let what = if m.reads() { "reads" } else { "writes" };
-                    return Err(Error::new(
-                        Status::Unconstructed,
-                        origin,
-                        format!("operand {i} is unconstructed and this operation {what} it"),
-                    ));
-                }
+    let mut checked = plan(&mut locked);
+    if let Err(e) = checked {
+        checked = Err(unconstructed_input(&locked, operands, origin).err().unwrap_or(e));
+    }
+    // Record where each operand's elements are, now that the plan is final;
+    // an operand still unconstructed refuses the submission.
+    // SAFETY: the task is not yet enrolled, so no other thread can see its
+    // work, which was made from an `Operation` just above.
+    let op = unsafe { task.work_mut().op_mut::<Operation>() };
+    if checked.is_ok() {
+        for (i, a) in op.accesses.iter_mut().enumerate() {
+            // The operand's handle and `a.tensor` share the view, so the
+            // geometry stays valid for as long as the access holds it.
+            let t = operands[i].0;
+            if let Some(v) = t.view() {
+                a.set_geometry(v.geometry());
+            } else if let Some(c) = t.coalesced() {
+                a.set_geometry(crate::tensor::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
+            } else if let Some(c) = locked.state(i).contents.as_deref() {
+                a.set_geometry(crate::tensor::view::Geometry {
+                    data: c.data(a.value().dtype()),
+                    layout: &c.layout,
+                    conj: false,
+                });
+            } else {
+                checked = Err(unconstructed(i, operands[i].1, origin));
+                break;
             }
-            Ok(())
-        });
+        }
+    }
     if let Err(e) = checked {
         locked.undo();
         drop(locked);
@@ -536,37 +573,16 @@ fn enroll<C: Completion>(
     if crate::runtime::observe::on() {
         crate::runtime::observe::submitted(rt.inner(), &mut task);
     }
-
-    // Record where each operand's elements are, now that the plan is final.
-    // SAFETY: the task is not yet enrolled, so no other thread can see its work.
-    let work = unsafe { task.work_mut() };
     if let Some((_, old)) = locked.retired.take() {
-        work.keep_alive(old);
-    }
-    // SAFETY: the work was made from an `Operation` just above.
-    let op = unsafe { work.op_mut::<Operation>() };
-    for (i, a) in op.accesses.iter_mut().enumerate() {
-        // The operand's handle and `a.tensor` share the view, so the
-        // geometry stays valid for as long as the access holds it.
-        let t = operands[i].0;
-        if let Some(v) = t.view() {
-            a.set_geometry(v.geometry());
-        } else if let Some(c) = t.coalesced() {
-            a.set_geometry(crate::tensor::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
-        } else {
-            let c = locked.state(i).contents.as_deref().expect("checked constructed above");
-            a.set_geometry(crate::tensor::view::Geometry {
-                data: c.data(a.value().dtype()),
-                layout: &c.layout,
-                conj: false,
-            });
-        }
+        // SAFETY: as above (not yet enrolled).
+        unsafe { task.work_mut() }.keep_alive(old);
     }
 
     // One stamp for the whole operation, later than anything enrolled on any
     // of its queues: stamps of conflicting operations follow their order.
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
-    op.stamp = stamp;
+    // SAFETY: as above (not yet enrolled).
+    unsafe { task.work_mut().op_mut::<Operation>() }.stamp = stamp;
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
         if let Some(t) = task.trace() {

@@ -5,7 +5,7 @@
 //! the output's domain (a temporary comes from a domain plus the default
 //! selector, §2.5), and the operation reads the temporary.
 
-use smallvec::SmallVec;
+use std::borrow::Cow;
 
 use super::copy::copy;
 use super::submit::{Completion, Submit};
@@ -13,34 +13,43 @@ use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
 use crate::tensor::handle::Tensor;
 
-/// `inputs`, each in `domain`: the input itself, or (with `opts.transfer`) a
-/// temporary copy of it there.
-pub(crate) fn inputs_in<C: Completion>(
+/// `inputs`, each in `domain`: the input itself (borrowed: no count taken),
+/// or (with `opts.transfer`) a temporary copy of it there.
+#[inline]
+pub(crate) fn inputs_in<'t, C: Completion, const N: usize>(
     origin: &'static str,
     domain: Domain,
-    inputs: &[&Tensor],
+    inputs: [&'t Tensor; N],
     opts: &Submit<'_, C>,
-) -> Result<SmallVec<[Tensor; 2]>> {
-    let mut out = SmallVec::new();
-    for &t in inputs {
-        if t.domain() == domain {
-            out.push(t.clone());
-            continue;
+) -> Result<[Cow<'t, Tensor>; N]> {
+    if inputs.iter().all(|t| t.domain() == domain) {
+        return Ok(inputs.map(Cow::Borrowed));
+    }
+    let mut out = inputs.map(Cow::Borrowed);
+    for (x, t) in out.iter_mut().zip(inputs) {
+        if t.domain() != domain {
+            *x = Cow::Owned(staged(origin, domain, t, opts)?);
         }
-        if !opts.transfer {
-            return Err(Error::new(
-                Status::DomainMismatch,
-                origin,
-                format!(
-                    "an input lives on {} and the output on {domain}: copy it first (ta_copy), or set \
-                     TA_SUBMIT_TRANSFER in the submission's flags",
-                    t.domain()
-                ),
-            ));
-        }
-        let tmp = Tensor::unconstructed(t.dtype(), domain).map_err(|e| e.with_origin(origin))?;
-        copy(&tmp, t, Submit { runtime: opts.runtime, ..Default::default() }.detached())?;
-        out.push(tmp);
     }
     Ok(out)
+}
+
+/// A temporary copy of `t` in `domain` (with `opts.transfer`), or the error
+/// for an input in another domain than the output.
+#[cold]
+fn staged<C: Completion>(origin: &'static str, domain: Domain, t: &Tensor, opts: &Submit<'_, C>) -> Result<Tensor> {
+    if !opts.transfer {
+        return Err(Error::new(
+            Status::DomainMismatch,
+            origin,
+            format!(
+                "an input lives on {} and the output on {domain}: copy it first (ta_copy), or set \
+                 TA_SUBMIT_TRANSFER in the submission's flags",
+                t.domain()
+            ),
+        ));
+    }
+    let tmp = Tensor::unconstructed(t.dtype(), domain).map_err(|e| e.with_origin(origin))?;
+    copy(&tmp, t, Submit { runtime: opts.runtime, ..Default::default() }.detached())?;
+    Ok(tmp)
 }

@@ -213,6 +213,7 @@ impl Tensor {
     /// use tensorasync::{DType, Order, Tensor};
     /// assert_eq!(Tensor::from_slice(&[1], Order::RowMajor, &[1i16]).unwrap().dtype(), DType::I16);
     /// ```
+    #[inline]
     pub fn dtype(&self) -> DType {
         self.root().dtype()
     }

@@ -110,7 +110,7 @@ static POISONED_VALUES: AtomicUsize = AtomicUsize::new(0);
 /// the flags: a predecessor that poisoned a value counted it before it
 /// finished, which happens before its successors run.
 #[inline]
-fn any_poison() -> bool {
+pub(crate) fn any_poison() -> bool {
     POISONED_VALUES.load(Ordering::Acquire) != 0
 }
 
