@@ -195,9 +195,7 @@ pub(crate) fn check_submission(
 /// As [`submit_with`], with the runtime looked up in `b` (which must have
 /// locked the shard of `opts.runtime`: see [`lock_runtime`]), and returning
 /// what the operation returns: the caller makes the event's handle once it
-/// has let `b` go (see [`super::handles::Borrows`]). Kept out of line: inlined
-/// into its callers, it made each copy the operation once more (callgrind).
-#[inline(never)]
+/// has let `b` go (see [`super::handles::Borrows`]).
 pub(crate) fn submit_in<C: Completion>(
     _form: C,
     b: &Borrows,

@@ -78,11 +78,14 @@ impl InlineBody {
             assert!(size_of::<B>() <= size_of::<Room>(), "a task body is larger than a task's room for it");
             assert!(align_of::<B>() <= align_of::<Room>(), "a task body is aligned more than a task's room");
         }
-        let commits_success = body.commits_success();
         let at = room.cast::<u8>();
         // SAFETY: `room` is writable (contract above), and large and aligned
         // enough for a `B` (checked above).
         unsafe { at.cast::<B>().write(body) };
+        // Asked of the body in its room: asked before, the body was built on
+        // the stack and copied in (one memcpy more per submission).
+        // SAFETY: written just above.
+        let commits_success = unsafe { (*at.cast::<B>()).commits_success() };
         // SAFETY: `room` is a valid pointer, so not null.
         InlineBody { as_dyn: as_dyn::<B>, at: unsafe { NonNull::new_unchecked(at) }, commits_success }
     }
