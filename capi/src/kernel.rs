@@ -127,7 +127,8 @@ pub extern "C" fn ta_kernel_submit(
         // The handles are borrowed from the table for the submission (the
         // accesses take the only new references; see `handles::Borrows`).
         per_form!(event_out, |form| submit_borrowing(form, O, acc.iter().map(|a| a.tensor), opts, event_out, |b| {
-            let (operands, name) = operands_and_name(b, acc, name, "kernel", O)?;
+            let mut operands = Operands::new();
+            let name = operands_and_name(b, acc, name, "kernel", O, &mut operands)?;
             let ck = CKernelRef { f, userdata };
             let k = KernelFn::inline(move |call| trampoline(ck, call));
             submit_in(form, b, O, opts, |s| ops::kernel(name, &operands, k, s))
@@ -138,9 +139,11 @@ pub extern "C" fn ta_kernel_submit(
 /// The operands of a submission, each with its access mode.
 pub(crate) type Operands<'b> = SmallVec<[(&'b ta::Tensor, Mode); 4]>;
 
-/// The operands of a kernel or external submission, looked up in `b`, and
-/// its name: the C string `name`, not copied, or `default` for NULL.
-/// Inlined, like the submission path it is part of.
+/// The operands of a kernel or external submission, looked up in `b` and
+/// pushed onto `operands`, and its name: the C string `name`, not copied, or
+/// `default` for NULL. Inlined, like the submission path it is part of; the
+/// operands are written in place (returned, the list was moved with loads
+/// that waited for the stores that had just filled it).
 #[inline(always)]
 pub(crate) fn operands_and_name<'b>(
     b: &'b Borrows,
@@ -148,8 +151,8 @@ pub(crate) fn operands_and_name<'b>(
     name: *const c_char,
     default: &'static str,
     origin: &'static str,
-) -> Result<(Operands<'b>, OpName), Error> {
-    let mut operands = Operands::new();
+    operands: &mut Operands<'b>,
+) -> Result<OpName, Error> {
     for (i, a) in acc.iter().enumerate() {
         let t = borrowed(b, a.tensor, origin, "accesses[].tensor")?;
         let m = Mode::from_u32(a.mode).ok_or_else(|| {
@@ -164,7 +167,7 @@ pub(crate) fn operands_and_name<'b>(
         // contract keeps valid until the operation completes.
         unsafe { OpName::borrowed(name.cast(), CStr::from_ptr(name).to_bytes().len()) }
     };
-    Ok((operands, name))
+    Ok(name)
 }
 
 /// Set the message of the error a running kernel is about to return. `ctx`

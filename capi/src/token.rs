@@ -4,7 +4,7 @@ use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
 use super::args::array_arg;
-use super::kernel::operands_and_name;
+use super::kernel::{operands_and_name, Operands};
 use super::mapping::c_view;
 use super::ops::{per_form, submit_borrowing, submit_in};
 use super::{guard, make_handle, need, put};
@@ -70,7 +70,8 @@ pub extern "C" fn ta_external_submit(
             options,
             event_out,
             |b| {
-                let (operands, name) = operands_and_name(b, acc, name, "external", O)?;
+                let mut operands = Operands::new();
+                let name = operands_and_name(b, acc, name, "external", O, &mut operands)?;
                 submit_in(form, b, O, options, |s| {
                     let (t, out) = ta::ops::external(name, &operands, s)?;
                     token = Some(Arc::new(t));

@@ -153,11 +153,15 @@ pub(crate) enum Body {
     External(Arc<crate::runtime::token::TokenInner>),
 }
 
+/// How many accesses an operation keeps in place (more go to the heap): the
+/// operation fills its task's room for a body with two.
+pub(crate) const INLINE_ACCESSES: usize = 2;
+
 /// A submitted operation: its name (the origin of any error it starts), its
 /// operands in order, and its body.
 pub(crate) struct Operation {
     pub(crate) name: OpName,
-    pub(crate) accesses: SmallVec<[Access; 2]>,
+    pub(crate) accesses: SmallVec<[Access; INLINE_ACCESSES]>,
     pub(crate) body: Body,
     /// The enrollment stamp (orders this operation's poison records).
     pub(crate) stamp: u64,
@@ -289,11 +293,6 @@ impl TaskBody for Operation {
     }
     fn commit(&self, result: &Result<()>) {
         Operation::commit(self, result)
-    }
-    #[inline(always)]
-    fn commits_success(&self) -> bool {
-        // A success cleans only what an overwrite wrote (see `commit`).
-        self.accesses.iter().any(|a| a.mode == Mode::Write)
     }
     fn external(&self) -> Option<&Arc<crate::runtime::token::TokenInner>> {
         Operation::external(self)

@@ -8,7 +8,7 @@
 
 use smallvec::SmallVec;
 
-use super::{Access, Body, Operation};
+use super::{Access, Body, Operation, INLINE_ACCESSES};
 use crate::dispatch::Selector;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
@@ -508,9 +508,18 @@ fn enroll<C: Completion>(
     let memory = Task::reserve();
     rt.inner().prepare_push();
     let handle = C::make();
-    // Collected, so that the vector reserves once (a push per operand checks
-    // its capacity each time).
-    let accesses = operands.iter().map(|(t, m)| Access::new(t, *m)).collect();
+    // Pushed while they fit in place (collecting calls out of line, at about
+    // 80 instructions for one operand); collected beyond, so that the vector
+    // reserves once.
+    let accesses = if operands.len() <= INLINE_ACCESSES {
+        let mut v = SmallVec::new();
+        for (t, m) in operands {
+            v.push(Access::new(t, *m));
+        }
+        v
+    } else {
+        operands.iter().map(|(t, m)| Access::new(t, *m)).collect()
+    };
     let completion = work::Completion {
         event: C::event(&handle).cloned(),
         callback: opts.callback,
@@ -520,7 +529,10 @@ fn enroll<C: Completion>(
     let op = Operation { name: name.into(), accesses, body, stamp: 0 };
     let device = op.device();
     rt.inner().admit(origin)?;
-    let mut task = Task::new_op_in(memory, Some(rt.inner().task_ref()), op, completion, device, opts.priority);
+    // A success cleans only what an overwrite wrote (see `Operation::commit`).
+    let commits_success = operands.iter().any(|(_, m)| *m == Mode::Write);
+    let mut task =
+        Task::new_op_in(memory, Some(rt.inner().task_ref()), op, commits_success, completion, device, opts.priority);
 
     // Lock each distinct value once, in address order.
     let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };

@@ -19,10 +19,6 @@ pub(crate) trait TaskBody: std::any::Any + Send {
     fn execute(&mut self, cx: &mut RunCtx) -> Result<()>;
     /// Record the outcome in what the body wrote.
     fn commit(&self, result: &Result<()>);
-    /// Whether [`TaskBody::commit`] records anything for a success. Asked
-    /// once, when the body is placed, so that the runtime does not call it
-    /// for nothing on every task.
-    fn commits_success(&self) -> bool;
     /// The token of a body that runs elsewhere (external work, host access).
     fn external(&self) -> Option<&Arc<TokenInner>>;
     /// The error of a poisoned input, if any.
@@ -49,7 +45,8 @@ pub(crate) struct InlineBody {
     as_dyn: unsafe fn(*mut u8) -> *mut dyn TaskBody,
     /// The room holding the body.
     at: NonNull<u8>,
-    /// The body's [`TaskBody::commits_success`].
+    /// Whether the body's `commit` records anything for a success (given
+    /// when placed, so that the runtime does not call it for nothing).
     commits_success: bool,
 }
 
@@ -66,14 +63,18 @@ unsafe fn as_dyn<B: TaskBody>(p: *mut u8) -> *mut dyn TaskBody {
 unsafe impl Send for InlineBody {}
 
 impl InlineBody {
-    /// Store `body` in `room` and own it from here.
+    /// Store `body` in `room` and own it from here. `commits_success`:
+    /// whether its [`TaskBody::commit`] records anything for a success (the
+    /// caller knows it from what it built the body from; asked of the body,
+    /// it would be built on the stack and copied, or read back from the
+    /// room's lines while their stores are under way).
     ///
     /// # Safety
     /// `room` must be valid for writes and hold nothing alive, and it must
     /// stay in place, untouched except through the result, until the result
     /// is dropped (the task that owns the room outlives its job).
     #[inline(always)]
-    pub(crate) unsafe fn place<B: TaskBody>(room: *mut Room, body: B) -> InlineBody {
+    pub(crate) unsafe fn place<B: TaskBody>(room: *mut Room, body: B, commits_success: bool) -> InlineBody {
         const {
             assert!(size_of::<B>() <= size_of::<Room>(), "a task body is larger than a task's room for it");
             assert!(align_of::<B>() <= align_of::<Room>(), "a task body is aligned more than a task's room");
@@ -82,10 +83,6 @@ impl InlineBody {
         // SAFETY: `room` is writable (contract above), and large and aligned
         // enough for a `B` (checked above).
         unsafe { at.cast::<B>().write(body) };
-        // Asked of the body in its room: asked before, the body was built on
-        // the stack and copied in (one memcpy more per submission).
-        // SAFETY: written just above.
-        let commits_success = unsafe { (*at.cast::<B>()).commits_success() };
         // SAFETY: `room` is a valid pointer, so not null.
         InlineBody { as_dyn: as_dyn::<B>, at: unsafe { NonNull::new_unchecked(at) }, commits_success }
     }

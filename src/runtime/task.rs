@@ -222,12 +222,14 @@ impl Task {
 
     /// An operation's task, in memory from [`Task::reserve`], its body
     /// written into the task's room (moving a `Work` holding the body would
-    /// copy it once more).
+    /// copy it once more). `commits_success`: see `InlineBody::place`.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_op_in<B: TaskBody>(
         memory: TaskMemory,
         runtime: Option<RuntimeRef>,
         body: B,
+        commits_success: bool,
         completion: Completion,
         device: Option<u32>,
         priority: i32,
@@ -239,7 +241,8 @@ impl Task {
         // the room, empty, receives the body owned by the job written into
         // the work, and the task owns both.
         unsafe {
-            let job = Job::Op(InlineBody::place(UnsafeCell::raw_get(std::ptr::addr_of!((*p).room)), body));
+            let job =
+                Job::Op(InlineBody::place(UnsafeCell::raw_get(std::ptr::addr_of!((*p).room)), body, commits_success));
             std::ptr::addr_of_mut!((*p).work).write(UnsafeCell::new(Some(Work { job, completion })));
             task.assume_init()
         }
@@ -258,8 +261,16 @@ impl Task {
         let link =
             device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
         // Written field by field into the allocation: `Arc::new` of the
-        // whole struct would build it on the stack and copy it.
-        let p = Arc::get_mut(task).expect("a new Arc is unique").as_mut_ptr();
+        // whole struct would build it on the stack and copy it. Through the
+        // raw pointer, not `Arc::get_mut`, whose uniqueness test is a locked
+        // instruction on the task's (cold) line, before the operation is
+        // built (see `TaskMemory`).
+        debug_assert_eq!(Arc::strong_count(task), 1);
+        // SAFETY (for the writes below): `task` comes from `Task::reserve`
+        // and is the only reference to its allocation (a `TaskMemory` is
+        // neither cloned nor shared, and an `Arc` made by `Arc::new` has no
+        // weak references), so writing through its pointer is exclusive.
+        let p = Arc::as_ptr(task).cast_mut().cast::<Task>();
         // SAFETY: `p` points to the new, uninitialised task; each field
         // below is written once.
         unsafe {
