@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::handles::{Kind, Object};
+use crate::handles::{Borrows, Kind, Object};
 use crate::types::*;
 
 /// A `ta_*` handle type: the object behind it, and how the handle table
@@ -25,6 +25,13 @@ pub(crate) trait Castable {
     fn from_object(o: &Object) -> Option<&Self::RustType>;
     /// The object, if `o` is of this type, by value.
     fn from_owned(o: Object) -> Option<Self::RustType>;
+}
+
+/// The object behind `h` in `b`, a live handle of type `H`; otherwise the
+/// status that says why not (see `Borrows::get_with`).
+#[inline(always)]
+pub(crate) fn borrow_as<H: Castable>(b: &Borrows, h: u64) -> Result<&H::RustType, ta::Status> {
+    b.get_with(h, H::KIND, H::from_object)
 }
 
 macro_rules! castable {

@@ -20,7 +20,6 @@ use std::sync::OnceLock;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-use crate::cast::Castable;
 use crate::first_and_rest::FirstAndRest;
 use ta::Error;
 use ta::Status;
@@ -314,31 +313,37 @@ impl Borrows {
         self.guards.find(|(s, _)| *s == shard).map(|(_, g)| &**g)
     }
 
-    /// The object behind `h`, a live handle of type `H`; otherwise the
-    /// status [`Borrows::get`] classifies. Inlined into each submission:
+    /// What `pick` finds in the object behind `h`, a live handle of `kind`
+    /// (`cast::borrow_as` picks the handle type's Rust object); otherwise
+    /// the status [`Borrows::get`] classifies. Inlined into each submission:
     /// the live handle's path is a few compares (through `get`, with its
     /// decoding of the kind and match on the object, about 70 instructions).
     #[inline(always)]
-    pub(crate) fn get_as<H: Castable>(&self, h: u64) -> Result<&H::RustType, Status> {
+    pub(crate) fn get_with<'b, T>(
+        &'b self,
+        h: u64,
+        kind: Kind,
+        pick: impl FnOnce(&'b Object) -> Option<&'b T>,
+    ) -> Result<&'b T, Status> {
         let d = decode(h);
-        if h != 0 && d.kind == H::KIND as u8 {
+        if h != 0 && d.kind == kind as u8 {
             if let Some(Slot { gen, obj: Some(o) }) = self.shard(d.shard).and_then(|s| s.slots.get(d.slot)) {
                 if *gen == d.gen {
-                    if let Some(x) = H::from_object(o) {
+                    if let Some(x) = pick(o) {
                         return Ok(x);
                     }
                 }
             }
         }
-        Err(self.not_live::<H>(h))
+        Err(self.not_live(h, kind))
     }
 
-    /// Why `h` is not a live handle of type `H` (see [`Borrows::get_as`]).
+    /// Why `h` is not a live handle of `kind` (see [`Borrows::get_with`]).
     #[cold]
     #[inline(never)]
-    fn not_live<H: Castable>(&self, h: u64) -> Status {
+    fn not_live(&self, h: u64, kind: Kind) -> Status {
         // (A live object of the right kind has the type: `Internal` is unreachable.)
-        self.get(h, H::KIND).err().unwrap_or(Status::Internal)
+        self.get(h, kind).err().unwrap_or(Status::Internal)
     }
 
     /// The object behind `h`, which must be of `kind`, classified as [`get`]

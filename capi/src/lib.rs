@@ -155,7 +155,7 @@ pub(crate) fn borrowed<'b, H: Castable>(
     origin: &'static str,
     what: &str,
 ) -> Result<&'b H::RustType, Error> {
-    b.get_as::<H>(raw(h)).map_err(|s| arg_error(s, origin, what))
+    cast::borrow_as::<H>(b, raw(h)).map_err(|s| arg_error(s, origin, what))
 }
 
 /// Remove the handle and return its object (the statuses of
