@@ -56,7 +56,7 @@ fi
 step "Rust hygiene: cargo fmt --check, cargo clippy -D warnings, cargo doc without warnings"
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tensorasync
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 python3 scripts/check-import-cycles.py src capi/src capi/cdylib/src
 cyc=$(mktemp -d); printf 'mod a;\nmod b;\n' >"$cyc/lib.rs"
 printf 'use crate::b::X;\n' >"$cyc/a.rs"; printf 'use super::a::Y;\n' >"$cyc/b.rs"
