@@ -26,15 +26,6 @@ fn uplo_arg(u: ta_uplo, origin: &'static str) -> Result<Uplo, Error> {
     }
 }
 
-fn three_owned(
-    c: *const ta_tensor,
-    a: *const ta_tensor,
-    b: *const ta_tensor,
-    origin: &'static str,
-) -> Result<(Tensor, Tensor, Tensor), Error> {
-    Ok((arg(c, origin, "c")?, arg(a, origin, "a")?, arg(b, origin, "b")?))
-}
-
 /// A scalar argument from C: an immediate `ta_scalar`, or a 0-d tensor read
 /// when the operation runs (the `_t` forms, which share their bodies with
 /// the plain ones through this).
@@ -254,20 +245,13 @@ pub extern "C" fn ta_contract(
 ) -> ta_status {
     const O: &str = "ta_contract";
     guard(O, error, || {
-        let (c, a, b) = three_owned(c, a, b, O)?;
-        let (aa, ba) = (array_arg(a_axes, naxes, O, "a_axes")?, array_arg(b_axes, naxes, O, "b_axes")?);
-        // SAFETY: a non-NULL `beta` points to a readable ta_scalar by the C contract.
-        let beta = (!beta.is_null()).then(|| ScalarArg::Value(sc(unsafe { *beta })));
-        per_form!(event_out, |form| submit_with(form, O, opts, event_out, |s| ops::contract(
-            &c,
-            sc(alpha),
-            &a,
-            &b,
-            aa,
-            ba,
-            beta,
-            s
-        )))
+        per_form!(event_out, |form| submit_borrowing(form, O, [c, a, b], opts, event_out, |bw| {
+            let [c, a, b] = three(bw, c, a, b, O)?;
+            let (aa, ba) = (array_arg(a_axes, naxes, O, "a_axes")?, array_arg(b_axes, naxes, O, "b_axes")?);
+            // SAFETY: a non-NULL `beta` points to a readable ta_scalar by the C contract.
+            let beta = (!beta.is_null()).then(|| ScalarArg::Value(sc(unsafe { *beta })));
+            submit_in(form, bw, O, opts, |s| ops::contract(c, sc(alpha), a, b, aa, ba, beta, s))
+        }))
     })
 }
 

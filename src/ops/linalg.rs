@@ -145,7 +145,6 @@ fn prepare_output(
     }
     let domain = l.domain(i);
     match l.layout(i).map(|x| x.extents.clone()) {
-        Some(have) if have.as_slice() == want => Ok(()),
         None => {
             l.construct(i, Value::alloc_contents(dtype, want, Order::RowMajor, domain, origin)?);
             Ok(())
