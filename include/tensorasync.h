@@ -897,9 +897,14 @@ extern "C" {
 
 /**
  * Create a tiled block array: `rank` extents cut in tiles of `tile_extents`
- * (the last tile on an axis may be ragged), stored as one dense zero-filled
+ * (the last tile on an axis may be ragged), stored as one zero-filled
  * allocation in `order`, with one epoch queue per tile. Tile extents of
- * another rank give `TA_STATUS_SHAPE_MISMATCH`.
+ * another rank give `TA_STATUS_SHAPE_MISMATCH`. The storage is dense, except
+ * on the host when the leading dimension (the stride of the second-fastest
+ * axis) would be a multiple of 1024 bytes: it is then padded by 64 bytes,
+ * because such strides make a tile's columns (rows, in row-major order)
+ * evict each other from the caches. Tiles, coalesced views and the whole
+ * array report their strides, as every view does.
  */
 ta_status ta_blocks_new_tiled(ta_dtype dtype,
                               ta_domain domain,

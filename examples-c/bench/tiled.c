@@ -153,7 +153,20 @@ static double *g_a, *g_b, *g_c; /* host buffers shared by StarPU and the referen
 #define SENTINEL 12345.678
 
 /* Cholesky: A0 (column-major, full symmetric), and a work copy. */
-static double *c_a0, *c_w;
+static double *c_a0, *c_w, *c_wp;
+/* Leading dimension of the peers' Cholesky matrix (CHOL_N + PEER_PAD). */
+static size_t PEER_PAD = 0;
+
+/* c_a0 into the peers' padded buffer, and back into c_w for the check. */
+static double *peer_in(size_t n) {
+    size_t ld = n + PEER_PAD;
+    for (size_t j = 0; j < n; j++) memcpy(c_wp + j * ld, c_a0 + j * n, sizeof(double) * n);
+    return c_wp;
+}
+static void peer_out(size_t n) {
+    size_t ld = n + PEER_PAD;
+    for (size_t j = 0; j < n; j++) memcpy(c_w + j * n, c_wp + j * ld, sizeof(double) * n);
+}
 
 /* Sample points: (i, j) pairs, the corners first. */
 static size_t samp_i[NSAMPLE], samp_j[NSAMPLE];
@@ -489,15 +502,18 @@ static struct starpu_codelet cl_gemm_nt = {.where = STARPU_CPU,
                                            .name = "dgemm_nt"};
 
 /* Registers a column-major n x n matrix and partitions it nt x nt. */
-static starpu_data_handle_t sp_register(double *m, size_t n) {
+static starpu_data_handle_t sp_register_ld(double *m, size_t n, size_t ld) {
     starpu_data_handle_t h;
-    starpu_matrix_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)m, (uint32_t)n, (uint32_t)n, (uint32_t)n,
+    starpu_matrix_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)m, (uint32_t)ld, (uint32_t)n, (uint32_t)n,
                                 sizeof(double));
     struct starpu_data_filter rows = {.filter_func = starpu_matrix_filter_block, .nchildren = (unsigned)ntiles(n)};
     struct starpu_data_filter cols = {.filter_func = starpu_matrix_filter_vertical_block,
                                       .nchildren = (unsigned)ntiles(n)};
     starpu_data_map_filters(h, 2, &rows, &cols);
     return h;
+}
+
+static starpu_data_handle_t sp_register(double *m, size_t n) { return sp_register_ld(m, n, n);
 }
 static void sp_unregister(starpu_data_handle_t h) {
     starpu_data_unpartition(h, STARPU_MAIN_RAM);
@@ -545,9 +561,8 @@ static double sp_gemm_run(double *maxerr) {
 
 static double sp_chol_run(double *maxerr) {
     size_t n = CHOL_N, nt = ntiles(n);
-    memcpy(c_w, c_a0, sizeof *c_w * n * n);
     sp_init(SP_SCHED_CHOL);
-    starpu_data_handle_t h = sp_register(c_w, n);
+    starpu_data_handle_t h = sp_register_ld(peer_in(n), n, n + PEER_PAD);
     openblas_set_num_threads(1);
 
     /* Priorities as in StarPU's own Cholesky examples (bounded priorities):
@@ -571,6 +586,7 @@ static double sp_chol_run(double *maxerr) {
 
     sp_unregister(h);
     starpu_shutdown();
+    peer_out(n);
     *maxerr = verify_chol(c_w, n, "StarPU");
     return t1 - t0;
 }
@@ -592,13 +608,14 @@ static double ref_gemm_run(double *maxerr) {
 
 static double ref_chol_run(double *maxerr) {
     size_t n = CHOL_N;
-    int ni = (int)n, info = 0;
-    memcpy(c_w, c_a0, sizeof *c_w * n * n);
+    int ni = (int)n, ld = (int)(n + PEER_PAD), info = 0;
+    double *a = peer_in(n);
     openblas_set_num_threads(NTHREADS);
     double t0 = now_ns();
-    dpotrf_("L", &ni, c_w, &ni, &info, 1);
+    dpotrf_("L", &ni, a, &ld, &info, 1);
     double t1 = now_ns();
     blas_threads_for_tiles();
+    peer_out(n);
     if (info != 0) die("dpotrf_ failed");
     *maxerr = verify_chol(c_w, n, "LAPACK");
     return t1 - t0;
@@ -655,6 +672,7 @@ static void setup_chol(void) {
     double *m = xmalloc(sizeof(double) * n * n);
     c_a0 = xmalloc(sizeof(double) * n * n);
     c_w = xmalloc(sizeof(double) * n * n);
+    c_wp = xmalloc(sizeof(double) * n * (n + PEER_PAD));
     for (size_t x = 0; x < n * n; x++) m[x] = rnd();
     openblas_set_num_threads(NTHREADS);
     cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (int)n, (int)n, 1.0, m, (int)n, 0.0, c_a0, (int)n);
@@ -714,6 +732,8 @@ int main(int argc, char **argv) {
             GEMM_N = (size_t)atol(a + 9);
         else if (!strncmp(a, "--chol-n=", 9))
             CHOL_N = (size_t)atol(a + 9);
+        else if (!strncmp(a, "--peer-pad=", 11))
+            PEER_PAD = (size_t)atol(a + 11);
         else if (!strncmp(a, "--tile=", 7))
             TILE = (size_t)atol(a + 7);
         else if (!strncmp(a, "--sp-sched-gemm=", 16))

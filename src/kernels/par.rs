@@ -1,6 +1,8 @@
 //! The parallelism policy of the kernels: when a product is worth running on
 //! several of the calling pool's threads.
 
+use std::cell::Cell;
+
 use faer::Par;
 
 use super::float::Float;
@@ -23,15 +25,36 @@ pub(crate) fn work<T: Float>(m: usize, n: usize, k: usize) -> usize {
     }
 }
 
+thread_local! {
+    /// On a runtime's worker thread, the runtime's answer to "would the
+    /// ready tasks keep every other worker busy?" (the runtime sets it when
+    /// it starts the thread: kernels sit below the runtime and cannot ask it).
+    static PEERS_BUSY: Cell<Option<fn() -> bool>> = const { Cell::new(None) };
+}
+
+/// Set (or clear) this thread's [`PEERS_BUSY`] probe.
+pub(crate) fn set_peers_busy_probe(probe: Option<fn() -> bool>) {
+    PEERS_BUSY.with(|p| p.set(probe));
+}
+
+/// Whether the other threads of the calling worker's pool have tasks of
+/// their own to run. A product then runs sequentially: split across busy
+/// workers it ran slower (tiled dgemm and Cholesky on 256-tiles: 0.85-0.9x
+/// of all-sequential tiles; docs/perf-notes/kernels.md).
+fn peers_busy() -> bool {
+    PEERS_BUSY.with(|p| p.get()).is_some_and(|busy| busy())
+}
+
 /// The parallelism for a product of `flops` f64 multiply-adds ([`work`]): faer's rayon
 /// backend when called on a rayon pool thread with more than one thread and
 /// the product is large enough, else sequential. On a pool thread, faer's
 /// parallel pieces are rayon jobs of *that* pool (the runtime's workers), so
 /// intra-op parallelism shares the runtime's cores instead of adding threads.
 /// Outside any pool (a plain thread) the product runs sequentially rather than
-/// waking rayon's global pool.
+/// waking rayon's global pool, and so does it on a worker whose peers have
+/// ready tasks waiting ([`peers_busy`]).
 pub(crate) fn par_for(flops: usize) -> Par {
-    if flops < PAR_MIN_FLOPS || rayon::current_thread_index().is_none() {
+    if flops < PAR_MIN_FLOPS || rayon::current_thread_index().is_none() || peers_busy() {
         return Par::Seq;
     }
     match rayon::current_num_threads() {

@@ -16,6 +16,7 @@ use faer::Accum;
 use super::check::{arg_err, check_dtypes, check_output, dims, shape_err, two_d};
 use super::faer_mat::{conj_of, mat_mut, mat_ref, ToF64};
 use super::float::{scalar, with_float, Float};
+use super::gemm::gemm_mat;
 use super::mat2::Mat2;
 use super::operand::Operand;
 use super::par::{par_for, work};
@@ -108,6 +109,10 @@ pub(crate) unsafe fn syrk_mat<T: Float>(c: Mat2<T>, a: Mat2<T>, alpha: f64, beta
         }
         return;
     }
+    if n > SYRK_LEAF {
+        unsafe { syrk_split(c, a, alpha, beta, lower) };
+        return;
+    }
     let accum = match beta {
         None => Accum::Replace,
         Some(1.0) => Accum::Add,
@@ -145,6 +150,43 @@ pub(crate) unsafe fn syrk_mat<T: Float>(c: Mat2<T>, a: Mat2<T>, alpha: f64, beta
         if complex {
             real_diag(c);
         }
+    }
+}
+
+/// Orders above this split in two ([`syrk_split`]).
+const SYRK_LEAF: usize = 16;
+
+/// [`syrk_mat`] of order above [`SYRK_LEAF`] as two diagonal blocks and one
+/// GEMM: with `A = [A1; A2]`, `C11 = A1·A1^H`, `C22 = A2·A2^H` (recursively)
+/// and the off-diagonal block `C21 = A2·A1^H` (or `C12 = A1·A2^H` for the
+/// upper triangle). faer's triangular product ran at half its GEMM's speed on
+/// 256-tiles (docs/perf-notes/kernels.md); this puts most of the flops in
+/// its GEMM, and saving the other triangle (see below) stays small.
+///
+/// # Safety
+/// As for [`syrk_mat`]; `beta` is not `Some(0.0)`, and `k > 0`.
+unsafe fn syrk_split<T: Float>(c: Mat2<T>, a: Mat2<T>, alpha: f64, beta: Option<f64>, lower: bool) {
+    let n = a.rows;
+    let n1 = (n / 2).next_multiple_of(8).min(n - 1);
+    let rows =
+        |m: Mat2<T>, lo: usize, hi: usize| Mat2 { ptr: m.ptr.wrapping_offset(lo as isize * m.rs), rows: hi - lo, ..m };
+    let cols =
+        |m: Mat2<T>, lo: usize, hi: usize| Mat2 { ptr: m.ptr.wrapping_offset(lo as isize * m.cs), cols: hi - lo, ..m };
+    let (a1, a2) = (rows(a, 0, n1), rows(a, n1, n));
+    // op(X)^H: the transpose with the conj flag toggled.
+    let herm = |x: Mat2<T>| Mat2 { conj: !x.conj, ..x.transpose() };
+    let (to, bt) = (scalar::<T>(Scalar::real(alpha)), beta.map(|b| scalar::<T>(Scalar::real(b))));
+    // SAFETY: the blocks are disjoint parts of C (the caller's contract
+    // covers each), and A's row blocks are parts of A.
+    unsafe {
+        syrk_mat(cols(rows(c, 0, n1), 0, n1), a1, alpha, beta, lower);
+        let par = par_for(work::<T>(n - n1, n1, a.cols));
+        if lower {
+            gemm_mat(cols(rows(c, n1, n), 0, n1), to, a2, herm(a1), bt, par);
+        } else {
+            gemm_mat(cols(rows(c, 0, n1), n1, n), to, a1, herm(a2), bt, par);
+        }
+        syrk_mat(cols(rows(c, n1, n), n1, n), a2, alpha, beta, lower);
     }
 }
 

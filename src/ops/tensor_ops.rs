@@ -188,7 +188,10 @@ impl Tensor {
 
 impl BlockArray {
     /// A zero-filled tiled array of `extents`, cut in tiles of `tile` (the
-    /// last tile on an axis may be ragged), stored as one dense array in `order`.
+    /// last tile on an axis may be ragged), stored as one array in `order`:
+    /// dense, but on the host a leading dimension whose byte stride is a
+    /// multiple of 1 KiB is padded by one cache line (such strides make a
+    /// tile's columns evict each other from the caches).
     ///
     /// ```
     /// use tensorasync::{BlockArray, DType, Order};

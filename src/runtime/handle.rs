@@ -14,7 +14,7 @@ use super::exec;
 use super::guard::panic_message;
 use super::observe;
 use super::poke::poke;
-use super::pool::{RuntimeInner, CANCELLING, DRAINING, IDLE_RECHECK, RUNNING, STOPPED, WORKER_OF};
+use super::pool::{peers_busy, RuntimeInner, CANCELLING, DRAINING, IDLE_RECHECK, RUNNING, STOPPED, WORKER_OF};
 use super::stats::RuntimeStats;
 use crate::error::{Error, Result, Status};
 
@@ -94,8 +94,14 @@ impl Runtime {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .thread_name(move |k| format!("ta-rt{id}-w{k}"))
-                .start_handler(move |_| WORKER_OF.with(|w| *w.borrow_mut() = me.clone()))
-                .exit_handler(|_| WORKER_OF.with(|w| *w.borrow_mut() = Weak::new()))
+                .start_handler(move |_| {
+                    WORKER_OF.with(|w| *w.borrow_mut() = me.clone());
+                    crate::kernels::par::set_peers_busy_probe(Some(peers_busy));
+                })
+                .exit_handler(|_| {
+                    WORKER_OF.with(|w| *w.borrow_mut() = Weak::new());
+                    crate::kernels::par::set_peers_busy_probe(None);
+                })
                 .panic_handler(|p| eprintln!("tensorasync: a worker job {}", panic_message(&p)))
                 .build();
             let pool = pool.unwrap_or_else(|e| {

@@ -133,6 +133,13 @@ pub(crate) fn current_runtime() -> Option<Arc<RuntimeInner>> {
     WORKER_OF.with(|w| w.borrow().upgrade())
 }
 
+/// The kernels' probe on this runtime's workers (see
+/// `kernels::par::set_peers_busy_probe`): enough ready tasks wait for every
+/// other worker to take one.
+pub(crate) fn peers_busy() -> bool {
+    current_runtime().is_some_and(|rt| rt.queued() + 1 >= rt.threads)
+}
+
 impl RuntimeInner {
     /// Whether the calling thread is one of this runtime's workers.
     pub(crate) fn is_current_worker(&self) -> bool {
@@ -531,6 +538,60 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A product inside a task goes parallel only while no other ready task
+    /// waits for the other workers: with one task queued behind two running
+    /// ones on a 2-worker runtime it runs sequentially; alone, in parallel.
+    #[test]
+    fn kernels_run_sequentially_while_ready_tasks_wait() {
+        use crate::kernels::par::{par_for, PAR_MIN_FLOPS};
+        use crate::{ops, DType, Domain, KernelFn, Mode, Order, Runtime, Submit, Tensor};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::mpsc;
+
+        let rt = Runtime::new(2).unwrap();
+        let t = || Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap();
+        let (x, y, z) = (t(), t(), t());
+        let release = Arc::new(AtomicBool::new(false));
+        let (seen_tx, seen) = mpsc::channel();
+        let (started_tx, started) = mpsc::channel::<()>();
+        // Task 1 holds one worker until released.
+        let (r, s) = (release.clone(), started_tx.clone());
+        let hold = KernelFn::new(move |_| {
+            s.send(()).unwrap();
+            while !r.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        });
+        ops::kernel("hold", &[(&x, Mode::Update)], hold, Submit::on(&rt)).unwrap();
+        started.recv().unwrap();
+        // Task 2 asks for parallelism once task 3 waits in the queue.
+        let (r, tx) = (release.clone(), seen_tx.clone());
+        let probe = KernelFn::new(move |_| {
+            started_tx.send(()).unwrap();
+            while !r.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            tx.send(par_for(PAR_MIN_FLOPS)).unwrap();
+            Ok(())
+        });
+        ops::kernel("probe", &[(&y, Mode::Update)], probe, Submit::on(&rt)).unwrap();
+        started.recv().unwrap();
+        ops::kernel("queued", &[(&z, Mode::Update)], KernelFn::new(|_| Ok(())), Submit::on(&rt)).unwrap();
+        assert!(rt.inner().queued() >= 1, "the third task waits for a worker");
+        release.store(true, Ordering::Release);
+        assert!(matches!(seen.recv().unwrap(), faer::Par::Seq), "a task waited: sequential");
+        rt.wait_idle(None).unwrap();
+        // Alone on an idle runtime: parallel.
+        let tx = seen_tx.clone();
+        let alone = KernelFn::new(move |_| {
+            tx.send(par_for(PAR_MIN_FLOPS)).unwrap();
+            Ok(())
+        });
+        ops::kernel("alone", &[(&y, Mode::Update)], alone, Submit::on(&rt)).unwrap();
+        assert!(matches!(seen.recv().unwrap(), faer::Par::Rayon(_)), "nothing waited: parallel");
+    }
 
     /// `prepare_push` prefetches `INJECTOR_TAIL_OFFSET` bytes into the ready
     /// queue: that must be the tail index, which pushes move and steals do

@@ -11,8 +11,10 @@
 //! block's queue as one composite hazard set: its reads wait for each covered
 //! block's writers, and its writes are exclusive over all of them.
 //!
-//! Tiled arrays are stored as one dense array in the given order, so a tile
-//! is a strided sub-array and any rectangle of tiles is one too.
+//! Tiled arrays are stored as one array in the given order, so a tile is a
+//! strided sub-array and any rectangle of tiles is one too. On the host, a
+//! leading dimension whose byte stride is a multiple of 1 KiB is padded by
+//! one cache line (see [`padded_leading_dimension`]).
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -30,7 +32,8 @@ use crate::tensor::value::{Contents, Value, ValueRc};
 
 /// How the blocks cut the array.
 enum Shape {
-    /// A grid of tiles over one dense array.
+    /// A grid of tiles over one array (dense but for a padded leading
+    /// dimension; see [`padded_leading_dimension`]).
     Tiled { extents: SmallVec<[usize; 4]>, tile: SmallVec<[usize; 4]>, grid: SmallVec<[usize; 4]>, whole: Layout },
     /// Blocks of arbitrary shapes, each dense in `order`, one after another.
     List { order: Order },
@@ -53,7 +56,8 @@ pub struct BlockArray(Arc<BlockArrayInner>);
 
 impl BlockArray {
     /// A tiled array of `extents`, cut in tiles of `tile` (the last tile on
-    /// an axis may be ragged), stored as one dense array in `order`: zeroed
+    /// an axis may be ragged), stored as one array in `order` (on the host,
+    /// with an aliasing leading dimension padded by one cache line): zeroed
     /// on the host, uninitialised on a device (see `BlockArray::tiled`).
     pub(crate) fn tiled_unfilled(
         dtype: DType,
@@ -75,7 +79,11 @@ impl BlockArray {
             return Err(Error::new(Status::InvalidArgument, O, format!("tile extents {tile:?} must be positive")));
         }
         let grid: SmallVec<[usize; 4]> = extents.iter().zip(tile).map(|(&e, &t)| e.div_ceil(t)).collect();
-        let (storage, whole) = alloc(dtype, extents, order, domain, O)?;
+        let mut whole = Layout::contiguous(extents, order);
+        if domain == Domain::Host {
+            whole = padded_leading_dimension(whole, order, dtype.size());
+        }
+        let (storage, whole) = alloc(dtype, whole, domain, O)?;
         let count: usize = grid.iter().product();
         let mut layouts = Vec::with_capacity(count);
         for linear in 0..count {
@@ -108,7 +116,7 @@ impl BlockArray {
                 offset.checked_add(n).ok_or_else(|| Error::new(Status::OutOfMemory, O, "the blocks are too large"))?;
             layouts.push(l);
         }
-        let (storage, _) = alloc(dtype, &[offset], Order::RowMajor, domain, O)?;
+        let (storage, _) = alloc(dtype, Layout::contiguous(&[offset], Order::RowMajor), domain, O)?;
         Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, Shape::List { order }, O)?))
     }
 
@@ -367,22 +375,48 @@ impl BlockArray {
     }
 }
 
-/// The shared allocation: zeroed, dense in `order`, in `domain`.
-fn alloc(
-    dtype: DType,
-    extents: &[usize],
-    order: Order,
-    domain: Domain,
-    origin: &'static str,
-) -> Result<(Arc<Storage>, Layout)> {
-    let layout = Layout::contiguous(extents, order);
-    let bytes = layout
-        .checked_len()
-        .and_then(|n| n.checked_mul(dtype.size()))
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large"))
-        })?;
+/// Byte strides that are multiples of this put a tile's columns (rows, in
+/// row-major order) on a few cache sets, so they evict each other.
+const ALIASING_STRIDE: usize = 1024;
+
+/// The padding that spreads them: one cache line.
+const PAD_BYTES: usize = 64;
+
+/// `dense` with its leading dimension (the stride of the second-fastest
+/// axis) padded by one cache line when its byte stride is a multiple of
+/// [`ALIASING_STRIDE`]: tiles of a 4096 x 4096 f64 array then ran their
+/// kernels up to 2x slower (docs/perf-notes/kernels.md).
+fn padded_leading_dimension(dense: Layout, order: Order, size: usize) -> Layout {
+    let rank = dense.extents.len();
+    if rank < 2 || size == 0 || PAD_BYTES % size != 0 {
+        return dense;
+    }
+    let axes: SmallVec<[usize; 4]> = match order {
+        Order::ColMajor => (0..rank).collect(),
+        Order::RowMajor => (0..rank).rev().collect(),
+    };
+    let lead = dense.extents[axes[0]];
+    if lead == 0 || (lead * size) % ALIASING_STRIDE != 0 || dense.extents[axes[1]] < 2 {
+        return dense;
+    }
+    let mut strides = dense.strides.clone();
+    let mut step = (lead + PAD_BYTES / size) as isize;
+    for &ax in &axes[1..] {
+        strides[ax] = step;
+        step = step.saturating_mul(dense.extents[ax].max(1) as isize);
+    }
+    Layout { offset: 0, extents: dense.extents, strides }
+}
+
+/// An allocation that holds `layout` (zeroed on the host).
+fn alloc(dtype: DType, layout: Layout, domain: Domain, origin: &'static str) -> Result<(Arc<Storage>, Layout)> {
+    let bytes =
+        layout.footprint().and_then(|n| n.checked_mul(dtype.size())).filter(|&b| b <= isize::MAX as usize).ok_or_else(
+            || {
+                let extents = &layout.extents;
+                Error::new(Status::OutOfMemory, origin, format!("a block array of extents {extents:?} is too large"))
+            },
+        )?;
     let storage = match domain {
         Domain::Host => Storage::alloc_zeroed(bytes, origin)?,
         Domain::Cuda(d) => crate::tensor::device::memory::alloc(d, bytes, origin)?,

@@ -104,7 +104,7 @@ fn syrk_all<T: TestEl>(seed: u64) {
             }
         }
     }
-    for (n, k, lower) in [(70, 70, true), (66, 90, false)] {
+    for (n, k, lower) in [(70, 70, true), (66, 90, false), (150, 40, true), (131, 33, false)] {
         syrk_case::<T>(&mut rng, n, k, lower, (Lay::Random, true), Lay::Random, -1.0, Some(1.0));
         syrk_case::<T>(&mut rng, n, k, lower, (Lay::ColMajor, false), Lay::ColMajor, 0.5, None);
     }

@@ -118,6 +118,25 @@ fn gemm_parallel_in_pool() {
     assert!(matches!(par_for(usize::MAX), faer::Par::Seq));
 }
 
+/// The parallel product's split into blocks of C: uneven thread counts
+/// (3: one block of a third, then a 2-thread block split again), skinny
+/// products whose contiguous axis is too short to split (the other one is
+/// split), and both orders of C.
+#[test]
+fn gemm_split_shapes_in_pool() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    pool.install(|| {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for lc in [Lay::ColMajor, Lay::RowMajor] {
+            for (m, n, k) in [(300, 9, 600), (9, 300, 600), (131, 133, 120), (17, 300, 300)] {
+                assert!(work::<f64>(m, n, k) >= PAR_MIN_FLOPS);
+                gemm_case::<f64>(&mut rng, m, n, k, Some((Lay::ColMajor, Lay::RowMajor, lc)));
+                gemm_case::<C>(&mut rng, m, n, k / 4, Some((Lay::RowMajor, Lay::ColMajor, lc)));
+            }
+        }
+    });
+}
+
 /// Several parallel products at once on one 2-thread pool (as when tasks run
 /// concurrently on the runtime's workers): faer's parallel pieces are jobs of
 /// that pool, nested and stolen across products; all finish, all correct.

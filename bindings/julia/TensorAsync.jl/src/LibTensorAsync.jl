@@ -417,8 +417,12 @@ const TA_DIAG_NON_UNIT = ta_diag(0)
 const TA_DIAG_UNIT = ta_diag(1)
 
 # Create a tiled block array: `rank` extents cut in tiles of `tile_extents` (the last tile on an
-# axis may be ragged), stored as one dense zero-filled allocation in `order`, with one epoch
-# queue per tile. Tile extents of another rank give `TA_STATUS_SHAPE_MISMATCH`.
+# axis may be ragged), stored as one zero-filled allocation in `order`, with one epoch queue per
+# tile. Tile extents of another rank give `TA_STATUS_SHAPE_MISMATCH`. The storage is dense,
+# except on the host when the leading dimension (the stride of the second-fastest axis) would be
+# a multiple of 1024 bytes: it is then padded by 64 bytes, because such strides make a tile's
+# columns (rows, in row-major order) evict each other from the caches. Tiles, coalesced views
+# and the whole array report their strides, as every view does.
 function ta_blocks_new_tiled(dtype, domain, rank, extents, tile_extents, order, blocks_out, error)
     @ccall libtensorasync.ta_blocks_new_tiled(dtype::ta_dtype, domain::ta_domain, rank::Csize_t, extents::Ptr{Csize_t}, tile_extents::Ptr{Csize_t}, order::ta_order, blocks_out::Ptr{Ptr{ta_blocks}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
