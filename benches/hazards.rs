@@ -8,6 +8,11 @@
 //! a reader per overlapping 2-element slice `[i, i+2)` (it waits for two
 //! writers), and a second such reader; then the gate opens and everything runs.
 //!
+//! A control column times K writers of K separate 1-element tensors on a
+//! one-worker runtime whose worker is held: the same number of pending
+//! tasks, with no shared frontier, so what it grows by with K is the cost of
+//! having K tasks pending (their memory and the caches), not of the index.
+//!
 //! Run: `cargo bench --bench hazards` (K = 1, 10^2 .. 10^5), or with the K
 //! values as arguments: `cargo bench --bench hazards -- 100 1000`.
 
@@ -25,15 +30,19 @@ fn main() {
         ks = vec![1, 100, 1_000, 10_000, 100_000];
     }
     let rt = Runtime::new(2).unwrap();
-    println!("| K | first writer per slice, µs/op | second writer per slice, µs/op | first reader of overlapping slices, µs/op | second reader, µs/op |");
-    println!("|---|---|---|---|---|");
+    let held = Runtime::new(1).unwrap();
+    let gate = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap();
+    println!("| K | first writer per slice, µs/op | second writer per slice, µs/op | first reader of overlapping slices, µs/op | second reader, µs/op | control: writers of K separate tensors, µs/op |");
+    println!("|---|---|---|---|---|---|");
     for &k in &ks {
         // Enough rounds that every K submits about 2*10^5 accesses per phase.
         let rounds = (200_000 / k).clamp(1, 20_000);
         let t = Tensor::zeros(DType::F64, &[k + 1], Order::RowMajor, Domain::Host).unwrap();
         let ones: Vec<Tensor> = (0..k).map(|i| t.slice(&[SliceSpec::range(i, i + 1)]).unwrap()).collect();
         let pairs: Vec<Tensor> = (0..k).map(|i| t.slice(&[SliceSpec::range(i, i + 2)]).unwrap()).collect();
-        let mut phases = [Duration::ZERO; 4];
+        let separate: Vec<Tensor> =
+            (0..k).map(|_| Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap()).collect();
+        let mut phases = [Duration::ZERO; 5];
         for _ in 0..rounds {
             let blocked = BlockedWriter::submit(&t, &rt);
             for (phase, (views, mode)) in
@@ -50,8 +59,19 @@ fn main() {
             blocked.release();
             t.wait(None).unwrap();
             rt.wait_idle(None).unwrap();
+            // The control: the held runtime's one worker waits on the gate.
+            let hold = BlockedWriter::submit(&gate, &held);
+            let t0 = Instant::now();
+            for v in &separate {
+                ops::kernel("nop", &[(v, Mode::Write)], KernelFn::inline(|_| Ok(())), Submit::on(&held).detached())
+                    .unwrap();
+            }
+            phases[4] += t0.elapsed();
+            hold.release();
+            held.wait_idle(None).unwrap();
         }
         let us = |d: Duration| d.as_secs_f64() * 1e6 / (rounds * k) as f64;
-        println!("| {k} | {:.2} | {:.2} | {:.2} | {:.2} |", us(phases[0]), us(phases[1]), us(phases[2]), us(phases[3]));
+        let [w1, w2, r1, r2, c] = phases.map(us);
+        println!("| {k} | {w1:.2} | {w2:.2} | {r1:.2} | {r2:.2} | {c:.2} |");
     }
 }

@@ -364,6 +364,15 @@ impl<W: Waiter> EpochQueue<W> {
                 return;
             }
         };
+        // A reader after a finished reader takes its place: a stream of
+        // operations that read one tensor (and finish as fast as they come)
+        // keeps one entry, instead of growing and sweeping the vector.
+        if let Some(last) = entries.last_mut() {
+            if !entry.writes && !last.writes && last.task.is_done() {
+                *last = entry;
+                return;
+            }
+        }
         // Drop finished entries before the vector grows, so a long run of
         // accesses that finish promptly keeps the frontier small.
         if entries.len() == entries.capacity() && entries.len() >= 8 {

@@ -38,6 +38,7 @@ fn dtype_or_domain_differs(origin: &'static str, ts: &[&Tensor]) -> Result<()> {
 }
 
 /// Reject operands `a` and `b` whose submission-time extents differ.
+#[inline]
 pub(crate) fn same_extents(origin: &'static str, l: &Locked<'_>, a: usize, b: usize) -> Result<()> {
     match (l.layout(a), l.layout(b)) {
         (Some(la), Some(lb)) if la.extents != lb.extents => Err(Error::new(

@@ -566,22 +566,29 @@ mod tests {
         });
         ops::kernel("hold", &[(&x, Mode::Update)], hold, Submit::on(&rt)).unwrap();
         started.recv().unwrap();
-        // Task 2 asks for parallelism once task 3 waits in the queue.
-        let (r, tx) = (release.clone(), seen_tx.clone());
+        // Task 2 asks for parallelism once task 3 waits in the queue (both
+        // workers still busy), then holds its worker too until released.
+        let queued = Arc::new(AtomicBool::new(false));
+        let (r, q, tx) = (release.clone(), queued.clone(), seen_tx.clone());
         let probe = KernelFn::new(move |_| {
             started_tx.send(()).unwrap();
-            while !r.load(Ordering::Acquire) {
+            while !q.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
             tx.send(par_for(PAR_MIN_FLOPS)).unwrap();
+            while !r.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
             Ok(())
         });
         ops::kernel("probe", &[(&y, Mode::Update)], probe, Submit::on(&rt)).unwrap();
         started.recv().unwrap();
         ops::kernel("queued", &[(&z, Mode::Update)], KernelFn::new(|_| Ok(())), Submit::on(&rt)).unwrap();
         assert!(rt.inner().queued() >= 1, "the third task waits for a worker");
+        queued.store(true, Ordering::Release);
+        let par = seen.recv().unwrap();
         release.store(true, Ordering::Release);
-        assert!(matches!(seen.recv().unwrap(), faer::Par::Seq), "a task waited: sequential");
+        assert!(matches!(par, faer::Par::Seq), "a task waited: sequential");
         rt.wait_idle(None).unwrap();
         // Alone on an idle runtime: parallel.
         let tx = seen_tx.clone();
