@@ -25,6 +25,14 @@ pub(crate) fn work<T: Float>(m: usize, n: usize, k: usize) -> usize {
     }
 }
 
+/// Products from this size on (f64 multiply-adds, as [`PAR_MIN_FLOPS`]) go
+/// parallel even while ready tasks wait: their pieces are rayon jobs that a
+/// busy peer does not take (the caller then runs them itself), and one such
+/// product run sequentially because a small task happened to be queued when
+/// it started would take twice as long. The tiles of a tiled factorisation
+/// (256³) stay below it.
+pub(crate) const BUSY_PAR_MIN_FLOPS: usize = 512 * 512 * 512;
+
 thread_local! {
     /// On a runtime's worker thread, the runtime's answer to "would the
     /// ready tasks keep every other worker busy?" (the runtime sets it when
@@ -51,10 +59,14 @@ fn peers_busy() -> bool {
 /// parallel pieces are rayon jobs of *that* pool (the runtime's workers), so
 /// intra-op parallelism shares the runtime's cores instead of adding threads.
 /// Outside any pool (a plain thread) the product runs sequentially rather than
-/// waking rayon's global pool, and so does it on a worker whose peers have
-/// ready tasks waiting ([`peers_busy`]).
+/// waking rayon's global pool, and so does a product below
+/// [`BUSY_PAR_MIN_FLOPS`] on a worker whose peers have ready tasks waiting
+/// ([`peers_busy`]).
 pub(crate) fn par_for(flops: usize) -> Par {
-    if flops < PAR_MIN_FLOPS || rayon::current_thread_index().is_none() || peers_busy() {
+    if flops < PAR_MIN_FLOPS || rayon::current_thread_index().is_none() {
+        return Par::Seq;
+    }
+    if flops < BUSY_PAR_MIN_FLOPS && peers_busy() {
         return Par::Seq;
     }
     match rayon::current_num_threads() {

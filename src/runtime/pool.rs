@@ -544,7 +544,7 @@ mod tests {
     /// ones on a 2-worker runtime it runs sequentially; alone, in parallel.
     #[test]
     fn kernels_run_sequentially_while_ready_tasks_wait() {
-        use crate::kernels::par::{par_for, PAR_MIN_FLOPS};
+        use crate::kernels::par::{par_for, BUSY_PAR_MIN_FLOPS, PAR_MIN_FLOPS};
         use crate::{ops, DType, Domain, KernelFn, Mode, Order, Runtime, Submit, Tensor};
         use std::sync::atomic::AtomicBool;
         use std::sync::mpsc;
@@ -576,6 +576,7 @@ mod tests {
                 std::thread::yield_now();
             }
             tx.send(par_for(PAR_MIN_FLOPS)).unwrap();
+            tx.send(par_for(BUSY_PAR_MIN_FLOPS)).unwrap();
             while !r.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
@@ -586,9 +587,10 @@ mod tests {
         ops::kernel("queued", &[(&z, Mode::Update)], KernelFn::new(|_| Ok(())), Submit::on(&rt)).unwrap();
         assert!(rt.inner().queued() >= 1, "the third task waits for a worker");
         queued.store(true, Ordering::Release);
-        let par = seen.recv().unwrap();
+        let (par, big) = (seen.recv().unwrap(), seen.recv().unwrap());
         release.store(true, Ordering::Release);
         assert!(matches!(par, faer::Par::Seq), "a task waited: sequential");
+        assert!(matches!(big, faer::Par::Rayon(_)), "a big product goes parallel all the same");
         rt.wait_idle(None).unwrap();
         // Alone on an idle runtime: parallel.
         let tx = seen_tx.clone();
