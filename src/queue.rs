@@ -234,7 +234,7 @@ impl<W: Waiter> EpochQueue<W> {
                     if let Some(w) = writer_before(&ix.writer, region) {
                         depend(w);
                     }
-                    ix.for_each(|e| depend(&e.task));
+                    ix.iter().for_each(|e| depend(&e.task));
                     self.frontier = Frontier::Flat { writer: Some(task.clone()), entries: ThinVec::new() };
                 } else {
                     ix.enroll(task, writes, region, depend);
@@ -335,24 +335,14 @@ impl<W: Waiter> EpochQueue<W> {
     /// asking again costs nothing: a release or wait per view of a tensor
     /// with K finished slice accesses cost O(K) each, O(K²) in all.
     pub(crate) fn is_idle(&mut self) -> bool {
-        let (writer, idle) = match &mut self.frontier {
-            Frontier::Flat { writer, entries } => {
-                if !entries.is_empty() && entries.iter().all(|e| e.task.is_done()) {
-                    *entries = ThinVec::new();
-                }
-                (writer, entries.is_empty())
-            }
-            Frontier::Indexed(ix) => {
-                if !ix.all_done() {
-                    return false;
-                }
-                let writer = ix.writer.take();
-                self.frontier = Frontier::Flat { writer, entries: ThinVec::new() };
-                let Frontier::Flat { writer, .. } = &mut self.frontier else { unreachable!() };
-                (writer, true)
-            }
+        let writer = match &mut self.frontier {
+            Frontier::Flat { writer, entries } if entries.iter().all(|e| e.task.is_done()) => writer.take(),
+            Frontier::Indexed(ix) if ix.iter().all(|e| e.task.is_done()) => ix.writer.take(),
+            _ => return false,
         };
-        idle && writer.as_ref().is_none_or(|w| w.is_done())
+        let idle = writer.as_ref().is_none_or(|w| w.is_done());
+        self.frontier = Frontier::Flat { writer, entries: ThinVec::new() };
+        idle
     }
 
     /// Add an entry, keeping writers before readers.
@@ -517,14 +507,9 @@ impl<W: Waiter> Indexed<W> {
         }
     }
 
-    /// Calls `f` with every entry, `Empty` ones included.
-    fn for_each(&self, mut f: impl FnMut(&Entry<W>)) {
-        self.slots.iter().flatten().chain(&self.empty).chain(&self.whole).for_each(&mut f);
-    }
-
-    /// Whether every entry has finished (up to the first that has not).
-    fn all_done(&self) -> bool {
-        self.slots.iter().flatten().chain(&self.empty).chain(&self.whole).all(|e| e.task.is_done())
+    /// Every entry, `Empty` ones included.
+    fn iter(&self) -> impl Iterator<Item = &Entry<W>> {
+        self.slots.iter().flatten().chain(&self.empty).chain(&self.whole)
     }
 
     /// Add an entry, first dropping finished ones when enough were added

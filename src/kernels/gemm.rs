@@ -99,35 +99,29 @@ fn product<T: Float>(
         Par::Seq => 1,
     };
     let (m, n) = (c.nrows(), c.ncols());
-    // Split the axis along which C is contiguous (its rows for column-major
-    // C): measured faster than the other one on both orders. Blocks have at
-    // least 8 rows or columns (a micro-kernel's height).
-    let contiguous_rows = c.row_stride().unsigned_abs() <= c.col_stride().unsigned_abs();
-    let split_rows = if contiguous_rows { m >= 16 } else { n < 16 };
     if threads < 2 || m.max(n) < 16 {
         matmul_with_conj(c, accum, a, conj_a, b, conj_b, alpha, Par::Seq);
         return;
     }
+    // Split the axis along which C is contiguous (its rows for column-major
+    // C): measured faster than the other one on both orders. Blocks have at
+    // least 8 rows or columns (a micro-kernel's height). Splitting C's
+    // columns is splitting the rows of C^T = B^T·A^T.
+    let contiguous_rows = c.row_stride().unsigned_abs() <= c.col_stride().unsigned_abs();
+    let split_rows = if contiguous_rows { m >= 16 } else { n < 16 };
+    if !split_rows {
+        product(c.transpose_mut(), accum, b.transpose(), conj_b, a.transpose(), conj_a, alpha, par);
+        return;
+    }
     let left = threads / 2;
     let par_of = |t: usize| if t < 2 { Par::Seq } else { Par::rayon(t) };
-    let (pl, pr) = (par_of(left), par_of(threads - left));
-    if split_rows {
-        let mid = (m * left / threads).next_multiple_of(8).min(m - 1);
-        let (c0, c1) = c.split_at_row_mut(mid);
-        let (a0, a1) = a.split_at_row(mid);
-        rayon::join(
-            || product(c0, accum, a0, conj_a, b, conj_b, alpha, pl),
-            || product(c1, accum, a1, conj_a, b, conj_b, alpha, pr),
-        );
-    } else {
-        let mid = (n * left / threads).next_multiple_of(8).min(n - 1);
-        let (c0, c1) = c.split_at_col_mut(mid);
-        let (b0, b1) = b.split_at_col(mid);
-        rayon::join(
-            || product(c0, accum, a, conj_a, b0, conj_b, alpha, pl),
-            || product(c1, accum, a, conj_a, b1, conj_b, alpha, pr),
-        );
-    }
+    let mid = (m * left / threads).next_multiple_of(8).min(m - 1);
+    let (c0, c1) = c.split_at_row_mut(mid);
+    let (a0, a1) = a.split_at_row(mid);
+    rayon::join(
+        || product(c0, accum, a0, conj_a, b, conj_b, alpha, par_of(left)),
+        || product(c1, accum, a1, conj_a, b, conj_b, alpha, par_of(threads - left)),
+    );
 }
 
 /// `C = alpha*op(A)*op(B) [+ beta*C]` by a direct triple loop (tiny products).
