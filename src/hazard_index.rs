@@ -8,6 +8,10 @@
 //! query's `hi`. Expected cost: O(log n) to insert or remove, O((1 + c) log n)
 //! for a query that reports c intervals. Nodes live in one vector (freed
 //! slots are reused), so the index allocates only when it grows.
+//!
+//! An insertion walks down to its node's place by priority and splits only
+//! the subtree found there; a key above every key so far (slices submitted
+//! in order) splits nothing, so appending touches only the path.
 
 const NIL: u32 = u32::MAX;
 
@@ -29,13 +33,15 @@ pub(crate) struct IntervalIndex {
     free: Vec<u32>,
     root: u32,
     len: usize,
+    /// No key in the set is above this one (removals leave it as it was).
+    bound: Option<(isize, u32)>,
     /// xorshift state for the treap priorities.
     rng: u32,
 }
 
 impl Default for IntervalIndex {
     fn default() -> Self {
-        IntervalIndex { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0, rng: 0x9E37_79B9 }
+        IntervalIndex { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0, bound: None, rng: 0x9E37_79B9 }
     }
 }
 
@@ -53,6 +59,7 @@ impl IntervalIndex {
         self.free.clear();
         self.root = NIL;
         self.len = 0;
+        self.bound = None;
     }
 
     fn next_prio(&mut self) -> u32 {
@@ -120,7 +127,22 @@ impl IntervalIndex {
 
     /// Add `lo..=hi` with `id` (`(lo, id)` must not be in the set).
     pub(crate) fn insert(&mut self, lo: isize, hi: isize, id: u32) {
-        let node = Node { lo, hi, max: hi, id, prio: self.next_prio(), left: NIL, right: NIL };
+        let key = (lo, id);
+        let prio = self.next_prio();
+        // Down from the root while the nodes outrank the new one, raising
+        // their subtree maxima to `hi` on the way.
+        let mut parent = NIL;
+        let mut cur = self.root;
+        while cur != NIL && self.nodes[cur as usize].prio >= prio {
+            let n = &mut self.nodes[cur as usize];
+            n.max = n.max.max(hi);
+            parent = cur;
+            cur = if key < (n.lo, n.id) { n.left } else { n.right };
+        }
+        // The subtree found there becomes the new node's two children.
+        let (left, right) = if self.bound.is_none_or(|b| key > b) { (cur, NIL) } else { self.split(cur, key) };
+        self.bound = Some(self.bound.map_or(key, |b| b.max(key)));
+        let node = Node { lo, hi, max: hi, id, prio, left, right };
         let t = match self.free.pop() {
             Some(t) => {
                 self.nodes[t as usize] = node;
@@ -131,9 +153,17 @@ impl IntervalIndex {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let (a, b) = self.split(self.root, (lo, id));
-        let a = self.merge(a, t);
-        self.root = self.merge(a, b);
+        self.update(t);
+        if parent == NIL {
+            self.root = t;
+        } else {
+            let p = &mut self.nodes[parent as usize];
+            if key < (p.lo, p.id) {
+                p.left = t;
+            } else {
+                p.right = t;
+            }
+        }
         self.len += 1;
     }
 
@@ -209,15 +239,22 @@ mod tests {
     #[test]
     fn queries_find_exactly_the_meeting_intervals() {
         let mut rng = SmallRng::seed_from_u64(7);
-        for round in 0..20 {
+        for round in 0..24 {
             let range = [10isize, 100, 1000, 100_000][round % 4];
+            // Odd rounds insert mostly in key order (the appends that split
+            // nothing), with some keys below the largest one.
+            let ordered = round % 2 == 1;
             let mut ix = IntervalIndex::default();
             let mut all: BTreeMap<u32, (isize, isize)> = BTreeMap::new();
             let mut next = 0u32;
             for step in 0..3000 {
                 match rng.gen_range(0..10) {
                     0..=4 => {
-                        let lo = rng.gen_range(-range..range);
+                        let lo = if ordered && rng.gen_range(0..5) != 0 {
+                            -range + next as isize / 2
+                        } else {
+                            rng.gen_range(-range..range)
+                        };
                         // Mostly short intervals, some long, some inverted
                         // (`lo > hi`: it meets nothing but by the formula).
                         let len = match rng.gen_range(0..10) {
@@ -246,6 +283,9 @@ mod tests {
                     }
                 }
                 assert_eq!(ix.len(), all.len());
+                if step % 16 == 0 {
+                    check_shape(&ix);
+                }
             }
             // Everything, then nothing.
             let mut got = BTreeSet::new();
@@ -255,6 +295,34 @@ mod tests {
             assert_eq!(got, all.keys().copied().collect::<BTreeSet<u32>>());
             ix.clear();
             ix.query(isize::MIN, isize::MAX, &mut |_| panic!("cleared"));
+        }
+    }
+
+    /// The treap's invariants: keys in order, priorities a heap, each
+    /// node's `max` its subtree's largest `hi`, `len` the node count, and
+    /// no key above `bound`.
+    fn check_shape(ix: &IntervalIndex) {
+        fn walk(ix: &IntervalIndex, t: u32, keys: &mut Vec<(isize, u32)>) -> Option<isize> {
+            if t == NIL {
+                return None;
+            }
+            let n = ix.nodes[t as usize];
+            for c in [n.left, n.right] {
+                assert!(c == NIL || ix.nodes[c as usize].prio <= n.prio, "heap order");
+            }
+            let l = walk(ix, n.left, keys);
+            keys.push((n.lo, n.id));
+            let r = walk(ix, n.right, keys);
+            let max = [l, Some(n.hi), r].into_iter().flatten().max();
+            assert_eq!(Some(n.max), max, "subtree maximum");
+            max
+        }
+        let mut keys = vec![];
+        walk(ix, ix.root, &mut keys);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order");
+        assert_eq!(keys.len(), ix.len);
+        if let Some(&last) = keys.last() {
+            assert!(ix.bound.is_some_and(|b| b >= last), "bound");
         }
     }
 
@@ -273,6 +341,7 @@ mod tests {
             let n = &ix.nodes[t as usize];
             1 + depth(ix, n.left).max(depth(ix, n.right))
         }
+        check_shape(&ix);
         let d = depth(&ix, ix.root);
         assert!(d < 60, "depth {d} for 10^5 sorted inserts");
         let mut got = vec![];
