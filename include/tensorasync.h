@@ -1419,7 +1419,10 @@ ta_status ta_syrk(const struct ta_tensor *c,
  * `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none was found (the
  * BLAS backend then declines everything). The dispatcher prefers the native
  * backend for every operation; the system BLAS runs only where a submission's
- * backend selector asks for it.
+ * backend selector asks for it. The library sets OpenBLAS (or BLIS) to one
+ * thread when it loads it, and runs a large gemm through it as blocks of the
+ * output on the runtime's workers, one call each, so a BLAS product uses the
+ * runtime's cores and starts no threads of its own.
  */
 ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
 

@@ -21,10 +21,11 @@ use crate::error::{Error, Result, Status};
 use crate::op_name::OpName;
 use crate::resolved::ResolvedView;
 
-/// Host backends in preference order: the native backend first (it runs on
-/// the runtime's workers, while the system BLAS runs one thread per call),
-/// then the system BLAS, which callers can pick with a selector and which
-/// declines what it cannot run.
+/// Host backends in preference order: the native backend first (measured at
+/// least as fast as the system BLAS on the runtime's workers for every gemm
+/// but the largest complex ones, where the BLAS gained 4-5%:
+/// docs/perf-notes/kernels.md), then the system BLAS, which callers can pick
+/// with a selector and which declines what it cannot run.
 static HOST: &[&dyn Backend] = &[&NativeBackend, &BlasBackend];
 
 /// Device backends (every CUDA device, real or simulated).

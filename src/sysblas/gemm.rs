@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::library::{blas, Blas};
+use super::library::{blas, Blas, GemmFn};
 use crate::dtype::{Element, Scalar};
 use crate::error::Error;
 use crate::kernels::blas_plan::plan;
@@ -19,6 +19,7 @@ use crate::kernels::float::with_float;
 use crate::kernels::gemm::gemm_check;
 use crate::kernels::mat2::Mat2;
 use crate::kernels::operand::Operand;
+use crate::kernels::par::{par_for, work};
 
 /// `C = alpha·op(A)·op(B) [+ beta·C]` through the process's BLAS, with the
 /// semantics of [`crate::kernels::gemm::gemm`]. `Err(reason)`: declined, nothing was
@@ -73,23 +74,102 @@ pub(crate) unsafe fn gemm_blas_with(
     }
     let p = plan(&cm, &am, &bm)?;
     let (bm_, bn, pa, pb) = if p.swap { (n, m, bm.ptr, am.ptr) } else { (m, n, am.ptr, bm.ptr) };
-    let (bm_, bn, bk) = (bm_ as c_int, bn as c_int, k as c_int);
+    let threads = match par_for(with_float!(c.dtype, T => work::<T>(m, n, k), unreachable!("dtype checked above"))) {
+        faer::Par::Rayon(t) => t.get(),
+        faer::Par::Seq => 1,
+    };
     with_float!(c.dtype, T => {
-        let alpha: T = T::from_scalar(alpha);
-        let beta: T = beta.map(T::from_scalar).unwrap_or(T::zero());
-        let (ta, tb) = (p.ta as c_char, p.tb as c_char);
-        // SAFETY: the plan checked every leading dimension against the
-        // extents, so BLAS reads and writes exactly the operands' elements,
-        // which are valid by the caller's contract; C is exclusively accessed.
-        unsafe {
-            f(
-                &ta, &tb, &bm_, &bn, &bk,
-                (&alpha as *const T).cast(), pa as *const c_void, &p.lda,
-                pb as *const c_void, &p.ldb,
-                (&beta as *const T).cast(), cm.ptr as *mut c_void, &p.ldc,
-                1, 1,
-            )
+        let call = Call {
+            f,
+            ta: p.ta as c_char,
+            tb: p.tb as c_char,
+            k: k as c_int,
+            alpha: T::from_scalar(alpha),
+            beta: beta.map(T::from_scalar).unwrap_or(T::zero()),
+            lda: p.lda,
+            ldb: p.ldb,
+            ldc: p.ldc,
         };
+        // SAFETY: the plan checked every leading dimension against the
+        // extents, so each block call reads and writes only the operands'
+        // elements, which are valid by the caller's contract; C is
+        // exclusively accessed and its blocks are disjoint.
+        unsafe { call.blocks(Block { c: cm.ptr, a: pa, b: pb, m: bm_, n: bn }, threads) };
         Ok(Ok(()))
     }, unreachable!("dtype checked above"))
+}
+
+/// One BLAS product in the library's column-major terms, its extents and
+/// pointers apart (they differ per block).
+struct Call<T> {
+    f: GemmFn,
+    ta: c_char,
+    tb: c_char,
+    k: c_int,
+    alpha: T,
+    beta: T,
+    lda: c_int,
+    ldb: c_int,
+    ldc: c_int,
+}
+
+/// A block of C (`m` x `n`, column-major) with the start of the A and B
+/// rows and columns it needs.
+#[derive(Clone, Copy)]
+struct Block {
+    c: *mut u8,
+    a: *mut u8,
+    b: *mut u8,
+    m: usize,
+    n: usize,
+}
+
+// SAFETY: a block is handed to the one thread that computes it; blocks of one
+// product address disjoint parts of C and only read A and B.
+unsafe impl Send for Block {}
+
+impl<T: Copy + Sync> Call<T> {
+    /// Compute `block` on `threads` threads of the caller's rayon pool (the
+    /// runtime's workers): split in two along C's contiguous axis (or its
+    /// other one when that is too short) and joined, one single-threaded
+    /// library call per thread, as the native product does, so a BLAS
+    /// product uses the workers' cores and no threads of its own.
+    ///
+    /// # Safety
+    /// `block` and the call's leading dimensions must describe valid
+    /// operands (C writable and not read or written by anyone else).
+    unsafe fn blocks(&self, blk: Block, threads: usize) {
+        let size = std::mem::size_of::<T>();
+        if threads < 2 || blk.m.max(blk.n) < 16 {
+            let (m, n) = (blk.m as c_int, blk.n as c_int);
+            // SAFETY: as the caller guarantees.
+            unsafe {
+                (self.f)(
+                    &self.ta, &self.tb, &m, &n, &self.k,
+                    (&self.alpha as *const T).cast(), blk.a as *const c_void, &self.lda,
+                    blk.b as *const c_void, &self.ldb,
+                    (&self.beta as *const T).cast(), blk.c as *mut c_void, &self.ldc,
+                    1, 1,
+                )
+            };
+            return;
+        }
+        let left = threads / 2;
+        let (b0, b1) = if blk.m >= 16 {
+            // Rows: C and op(A) move down by `mid` rows.
+            let mid = (blk.m * left / threads).next_multiple_of(8).min(blk.m - 1);
+            let a_step = if self.ta == b'N' as c_char { mid } else { mid * self.lda as usize };
+            let b1 = Block { c: blk.c.wrapping_add(mid * size), a: blk.a.wrapping_add(a_step * size), m: blk.m - mid, ..blk };
+            (Block { m: mid, ..blk }, b1)
+        } else {
+            // Columns: C and op(B) move right by `mid` columns.
+            let mid = (blk.n * left / threads).next_multiple_of(8).min(blk.n - 1);
+            let b_step = if self.tb == b'N' as c_char { mid * self.ldb as usize } else { mid };
+            let c_step = mid * self.ldc as usize;
+            let b1 = Block { c: blk.c.wrapping_add(c_step * size), b: blk.b.wrapping_add(b_step * size), n: blk.n - mid, ..blk };
+            (Block { n: mid, ..blk }, b1)
+        };
+        // SAFETY: the two blocks are disjoint parts of the caller's block.
+        rayon::join(move || unsafe { self.blocks(b0, left) }, move || unsafe { self.blocks(b1, threads - left) });
+    }
 }

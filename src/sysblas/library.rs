@@ -9,12 +9,14 @@
 //! search runs once per process, on first use, and never panics; a failure is
 //! remembered as the reason every BLAS call then declines.
 //!
-//! Threads: tasks run concurrently on the runtime's workers, and each BLAS call
-//! is one task's kernel. If every call also spawned its own BLAS threads, two
-//! concurrent GEMMs on two workers would run 2 x nproc threads on nproc cores.
-//! So when the library has `openblas_set_num_threads` (OpenBLAS) or
-//! `bli_thread_set_num_threads` (BLIS), it is set to 1 thread at load: the
-//! runtime provides the parallelism across tasks. This setting is process-wide
+//! Threads: tasks run concurrently on the runtime's workers. If every BLAS
+//! call also spawned its own BLAS threads, two concurrent GEMMs on two workers
+//! would run 2 x nproc threads on nproc cores. So when the library has
+//! `openblas_set_num_threads` (OpenBLAS) or `bli_thread_set_num_threads`
+//! (BLIS), it is set to 1 thread at load: the runtime provides the
+//! parallelism, across tasks and within a large product, which
+//! [`super::gemm`] splits into blocks of C, one single-threaded call per
+//! worker, as the native product does. This setting is process-wide
 //! for that library. OpenBLAS (0.3.7 and later) is safe to call from several
 //! threads at once in this single-threaded mode. (OpenBLAS's pthread build
 //! starts its own pool when loaded; with 1 thread set those threads sleep.)

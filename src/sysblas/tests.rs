@@ -68,11 +68,15 @@ fn blas_case<T: TestEl>(
 }
 
 fn blas_all<T: TestEl>(lib: &Blas, seed: u64) {
+    let sizes = [(3, 5, 4), (5, 3, 4), (1, 6, 3), (6, 1, 2), (1, 1, 4), (4, 4, 1), (0, 3, 2), (3, 4, 0), (20, 17, 33)];
+    blas_sizes::<T>(lib, seed, &sizes);
+}
+
+/// [`blas_case`] for each size, on every layout of A, B and C.
+fn blas_sizes<T: TestEl>(lib: &Blas, seed: u64, sizes: &[(usize, usize, usize)]) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let lays = [Lay::RowMajor, Lay::ColMajor];
-    for &(m, n, k) in
-        &[(3, 5, 4), (5, 3, 4), (1, 6, 3), (6, 1, 2), (1, 1, 4), (4, 4, 1), (0, 3, 2), (3, 4, 0), (20, 17, 33)]
-    {
+    for &(m, n, k) in sizes {
         for &la in &lays {
             for &lb in &lays {
                 for &lc in &lays {
@@ -108,6 +112,23 @@ fn blas_present_all_dtypes() {
         let info = blas_info().expect("a BLAS loads here");
         assert!(info.starts_with(DEFAULT_CANDIDATES[0]) || info.contains("blas"), "{info}");
     }
+}
+
+/// Products large enough to go parallel, on a pool of 3 threads (as on a
+/// runtime's workers): split into blocks of C, one call per thread, along
+/// C's contiguous axis or, for a skinny C, the other one; uneven splits.
+#[test]
+fn blas_splits_across_the_pool() {
+    let Some(lib) = lib() else { return };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let sizes = [(150, 131, 120), (9, 600, 400), (600, 10, 400), (130, 130, 130)];
+    pool.install(|| {
+        assert!(matches!(crate::kernels::par::par_for(130 * 130 * 130), faer::Par::Rayon(_)), "parallel here");
+        blas_sizes::<f64>(&lib, 5, &sizes);
+        blas_sizes::<C>(&lib, 6, &sizes[..2]);
+        blas_sizes::<f32>(&lib, 7, &sizes[2..]);
+        blas_sizes::<Complex32>(&lib, 8, &sizes[3..]);
+    });
 }
 
 /// Concurrent calls from several threads (single-threaded BLAS mode).
