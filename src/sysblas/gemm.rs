@@ -145,11 +145,21 @@ impl<T: Copy + Sync> Call<T> {
             // SAFETY: as the caller guarantees.
             unsafe {
                 (self.f)(
-                    &self.ta, &self.tb, &m, &n, &self.k,
-                    (&self.alpha as *const T).cast(), blk.a as *const c_void, &self.lda,
-                    blk.b as *const c_void, &self.ldb,
-                    (&self.beta as *const T).cast(), blk.c as *mut c_void, &self.ldc,
-                    1, 1,
+                    &self.ta,
+                    &self.tb,
+                    &m,
+                    &n,
+                    &self.k,
+                    (&self.alpha as *const T).cast(),
+                    blk.a as *const c_void,
+                    &self.lda,
+                    blk.b as *const c_void,
+                    &self.ldb,
+                    (&self.beta as *const T).cast(),
+                    blk.c as *mut c_void,
+                    &self.ldc,
+                    1,
+                    1,
                 )
             };
             return;
@@ -159,14 +169,24 @@ impl<T: Copy + Sync> Call<T> {
             // Rows: C and op(A) move down by `mid` rows.
             let mid = (blk.m * left / threads).next_multiple_of(8).min(blk.m - 1);
             let a_step = if self.ta == b'N' as c_char { mid } else { mid * self.lda as usize };
-            let b1 = Block { c: blk.c.wrapping_add(mid * size), a: blk.a.wrapping_add(a_step * size), m: blk.m - mid, ..blk };
+            let b1 = Block {
+                c: blk.c.wrapping_add(mid * size),
+                a: blk.a.wrapping_add(a_step * size),
+                m: blk.m - mid,
+                ..blk
+            };
             (Block { m: mid, ..blk }, b1)
         } else {
             // Columns: C and op(B) move right by `mid` columns.
             let mid = (blk.n * left / threads).next_multiple_of(8).min(blk.n - 1);
             let b_step = if self.tb == b'N' as c_char { mid * self.ldb as usize } else { mid };
             let c_step = mid * self.ldc as usize;
-            let b1 = Block { c: blk.c.wrapping_add(c_step * size), b: blk.b.wrapping_add(b_step * size), n: blk.n - mid, ..blk };
+            let b1 = Block {
+                c: blk.c.wrapping_add(c_step * size),
+                b: blk.b.wrapping_add(b_step * size),
+                n: blk.n - mid,
+                ..blk
+            };
             (Block { n: mid, ..blk }, b1)
         };
         // SAFETY: the two blocks are disjoint parts of the caller's block.
