@@ -83,6 +83,17 @@ static ta_submit native_opts(void) {
     return o;
 }
 
+/* Waits until no other thread of the process runs (at most 1 s): OpenBLAS's
+ * threads spin (with sched_yield) for a while after a call, as the runtime's
+ * idle workers do, and either side would otherwise start on cores the other's
+ * leftovers still use. Before each timed call of either side. */
+static void quiet(void) {
+    if (getenv("GEMM_NO_QUIET")) return;
+    char names[256];
+    int total = 0, running = 0;
+    settle(500, 1, &total, &running, names, sizeof names);
+}
+
 static ta_tensor *wrap2(ta_dtype dt, size_t m, size_t n, void *data) {
     size_t ext[2] = { m, n };
     ta_tensor *t = NULL;
@@ -146,11 +157,13 @@ static int bench_large(char kind, size_t n, int reps) {
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up, not recorded */
         ta_submit o = native_opts();
         ta_event *ev = NULL;
+        quiet();
         double t0 = now();
         OK(ta_gemm(tc, one, ta, tb, zero, &o, &ev, &err));
         wait_event(ev);
         double t1 = now();
         openblas_set_num_threads(THREADS);
+        quiet();
         double t2 = now();
         switch (kind) {
         case 'z': cblas_zgemm(RM, NT, NT, ni, ni, ni, zone, a, ni, b, ni, zzero, c_ref, ni); break;
