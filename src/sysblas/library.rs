@@ -27,8 +27,10 @@
 //! predates). The kernel's name (`openblas_get_corename`) is compared with
 //! the CPU's instruction-set level, and a fallback is named in
 //! [`blas_info`] with the `OPENBLAS_CORETYPE` setting that fixes it. The
-//! dispatcher prefers the native backend for every operation either way; the
-//! system BLAS runs only where a selector asks for it.
+//! dispatcher puts the system BLAS before the native backend only where it
+//! measured faster (complex products from 2048 on), and only for a library
+//! that is [`Blas::tuned_for_this_cpu`]; elsewhere it runs only where a
+//! selector asks for it.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
@@ -97,6 +99,15 @@ impl Blas {
     pub(crate) fn num_threads(&self) -> Option<usize> {
         // SAFETY: `openblas_get_num_threads` takes nothing and returns an int.
         self.get_threads.map(|f| unsafe { f() }.max(0) as usize)
+    }
+
+    /// Whether this is an OpenBLAS whose kernel is written for this CPU's
+    /// instruction-set level and that runs one thread per call (as set at
+    /// load): the library the dispatch policy may put before the native
+    /// backend ([`crate::backends::registry`]).
+    pub(crate) fn tuned_for_this_cpu(&self) -> bool {
+        let level = self.core.as_deref().and_then(kernel_level);
+        level.is_some() && level == cpu_level() && self.num_threads() == Some(1)
     }
 
     /// Why the kernel is a fallback below this CPU's level, if it is one.
