@@ -49,7 +49,8 @@ pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool)
 /// The host backends in the order `op` on `views` is offered to them.
 fn host_order(op: &KernelOp, views: &[ResolvedView<'_>]) -> &'static [&'static dyn Backend] {
     let KernelOp::Gemm { .. } = op else { return HOST };
-    let ([c, a, ..], true) = (views, views.len() == 3) else { return HOST };
+    // C, A and B come first (tensor scalars, if any, after them).
+    let [c, a, _, ..] = views else { return HOST };
     let ([m, n], [_, k]) = (c.extents, a.extents) else { return HOST };
     let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned);
     // The library is looked at only for products the policy could send to it.
