@@ -409,7 +409,9 @@ typedef struct ta_stats {
    * finds work: a spell may include up to about 15 microseconds of the
    * idle time before it, so a worker whose idle gaps are all shorter than
    * that (a steady stream of tiny operations) counts nearly all its time
-   * as busy.
+   * as busy. A spell is added when it ends (as are its `steals`), so a
+   * reading taken while operations run leaves out the spells in
+   * progress; after `ta_runtime_wait_idle` every spell is counted.
    */
   uint64_t busy_ns;
 } ta_stats;
@@ -1930,7 +1932,10 @@ ta_status ta_runtime_free(struct ta_runtime *runtime);
  * submit) has completed, without stopping it: the counterpart of
  * `starpu_task_wait_for_all`. `timeout_ns` < 0 waits forever; returns
  * `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK` when
- * called from one of the runtime's own workers.
+ * called from one of the runtime's own workers. Once it returns
+ * `TA_STATUS_OK`, the counters (`ta_runtime_stats`,
+ * `ta_runtime_worker_busy_ns`) include all the work it waited for, and stay
+ * put until more is submitted.
  */
 ta_status ta_runtime_wait_idle(const struct ta_runtime *runtime,
                                int64_t timeout_ns,

@@ -545,3 +545,34 @@ fn code_generic_over_the_completion_form_serves_both() {
     let () = doubled(&t, Submit::default().detached()).unwrap();
     assert_eq!(t.to_vec::<f64>().unwrap(), vec![4.0]);
 }
+
+/// Once `wait_idle` returns, the counters include the work it waited for:
+/// each worker's busy time covers the operations it ran, every operation
+/// that was ready at its submission counts as taken from the queue, and a
+/// second reading gives the same numbers (nothing is still being added).
+#[test]
+fn the_counters_after_wait_idle_include_the_work_it_waited_for() {
+    use std::sync::atomic::AtomicU64;
+    use std::time::Instant;
+    let rt = Runtime::new(2).unwrap();
+    let ran_ns = Arc::new(AtomicU64::new(0));
+    let ts: Vec<Tensor> = (0..3).map(|_| f64s(&[1], &[0.0])).collect();
+    for round in 1..=300u64 {
+        let ran = ran_ns.clone();
+        let spin = KernelFn::new(move |_| {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_micros(2) {}
+            ran.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            Ok(())
+        });
+        let t = &ts[round as usize % ts.len()];
+        ops::kernel("spin", &[(t, Mode::Update)], spin, Submit::on(&rt).detached()).unwrap();
+        rt.wait_idle(None).unwrap();
+        let s = rt.stats();
+        let busy: u64 = s.busy_ns.iter().sum();
+        let ran = ran_ns.load(Ordering::Relaxed);
+        assert!(busy >= ran, "round {round}: busy {busy} ns, the kernels alone ran {ran} ns");
+        assert_eq!((s.completed, s.steals), (round, round), "round {round}");
+        assert_eq!(rt.stats(), s, "round {round}: the counters moved after the wait");
+    }
+}

@@ -80,7 +80,9 @@ pub struct ta_stats {
     /// finds work: a spell may include up to about 15 microseconds of the
     /// idle time before it, so a worker whose idle gaps are all shorter than
     /// that (a steady stream of tiny operations) counts nearly all its time
-    /// as busy.
+    /// as busy. A spell is added when it ends (as are its `steals`), so a
+    /// reading taken while operations run leaves out the spells in
+    /// progress; after `ta_runtime_wait_idle` every spell is counted.
     pub busy_ns: u64,
 }
 

@@ -103,7 +103,10 @@ pub extern "C" fn ta_runtime_free(runtime: *mut ta_runtime) -> ta_status {
 /// submit) has completed, without stopping it: the counterpart of
 /// `starpu_task_wait_for_all`. `timeout_ns` < 0 waits forever; returns
 /// `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK` when
-/// called from one of the runtime's own workers.
+/// called from one of the runtime's own workers. Once it returns
+/// `TA_STATUS_OK`, the counters (`ta_runtime_stats`,
+/// `ta_runtime_worker_busy_ns`) include all the work it waited for, and stay
+/// put until more is submitted.
 #[no_mangle]
 pub extern "C" fn ta_runtime_wait_idle(
     runtime: *const ta_runtime,

@@ -67,7 +67,7 @@ impl RuntimeInner {
             deferred::cancel_parked(self);
         }
         poke();
-        while self.outstanding.sum() != 0 {
+        while !self.is_quiet() {
             self.sleep_until_idle(IDLE_RECHECK);
         }
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));

@@ -718,7 +718,9 @@ impl super::Runtime {
         dump(self.inner(), format)
     }
 
-    /// A snapshot of the runtime's counters.
+    /// A snapshot of the runtime's counters. A worker's busy time and the
+    /// tasks it took from the queue are added when its busy spell ends; after
+    /// [`wait_idle`](Self::wait_idle) every spell of the work it waited for is counted.
     ///
     /// ```
     /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};

@@ -310,6 +310,7 @@ impl RuntimeInner {
                     self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                     idle = false;
                     busy_since = last_clock;
+                    self.stats.open_spell(worker);
                 }
                 if let Steal::Success(t) = self.take() {
                     (self.run)(t);
@@ -318,12 +319,14 @@ impl RuntimeInner {
                 }
             }
             if !idle {
-                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
-                self.wake_idle_waiters();
-                idle = true;
+                // The spell is counted before the waiters are woken: a
+                // `wait_idle` that returns sees it (see `is_quiet`).
                 idle_since = Instant::now();
                 last_clock = idle_since;
                 self.stats.add_busy(worker, busy_since, idle_since, taken as u64);
+                self.idle_drainers.fetch_add(1, Ordering::SeqCst);
+                self.wake_idle_waiters();
+                idle = true;
                 pauses = if taken > 1 { (pauses * 2).min(IDLE_PAUSES_MAX) } else { IDLE_PAUSES };
                 taken = 0;
             }
@@ -390,12 +393,19 @@ impl RuntimeInner {
         // SeqCst, paired with `IdleWaiter::register` in `sleep_until_idle`:
         // either this load sees the waiter, or the waiter's check (after it
         // registered) sees this drainer's retires.
-        if self.idle_waiters.load(Ordering::SeqCst) != 0 && self.outstanding.sum() == 0 {
+        if self.idle_waiters.load(Ordering::SeqCst) != 0 && self.is_quiet() {
             // Under the lock, so a waiter between its check and its sleep
             // (it holds the lock there) cannot miss the notification.
             let _g = self.idle_lock.lock();
             self.idle.notify_all();
         }
+    }
+
+    /// No operation is outstanding and every worker's busy spell is
+    /// counted: what `wait_idle` waits for, so that the counters read after
+    /// it include all the work it waited for.
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.outstanding.sum() == 0 && self.stats.spells_closed()
     }
 
     /// Sleep on `idle` until woken by [`Self::wake_idle_waiters`] or `slice`
@@ -406,7 +416,7 @@ impl RuntimeInner {
     pub(crate) fn sleep_until_idle(&self, slice: Duration) {
         let _waiting = IdleWaiter::register(self);
         let mut g = self.idle_lock.lock();
-        if self.outstanding.sum() != 0 {
+        if !self.is_quiet() {
             self.idle.wait_for(&mut g, slice);
         }
     }
@@ -416,9 +426,18 @@ impl RuntimeInner {
         loop {
             match self.take() {
                 Steal::Success(t) => {
-                    let since = Instant::now();
-                    (self.run)(t);
-                    self.stats.add_busy(rayon::current_thread_index(), since, Instant::now(), 1);
+                    // A task that waits and helps counts as one spell of its
+                    // own unless it already runs inside one.
+                    let worker = rayon::current_thread_index();
+                    if self.stats.in_spell(worker) {
+                        (self.run)(t);
+                        self.stats.count_steal(worker);
+                    } else {
+                        let since = Instant::now();
+                        self.stats.open_spell(worker);
+                        (self.run)(t);
+                        self.stats.add_busy(worker, since, Instant::now(), 1);
+                    }
                     return true;
                 }
                 Steal::Retry => continue,

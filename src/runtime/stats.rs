@@ -8,11 +8,13 @@
 //!   failed), failures and cancellations: only on those (rare) paths.
 //! - Busy time and tasks taken from the ready queue: per worker, added by
 //!   the worker itself once per busy spell of a drainer (plain load and
-//!   store on its own line: one writer per slot).
+//!   store on its own line: one writer per slot). The slot also says whether
+//!   a spell is open, so `wait_idle` can return only once the spells of the
+//!   work it waited for are counted.
 //! - The peak of pending operations: sampled by every 1024th admission of
 //!   each thread's slot and by every read of the counters.
 
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -24,6 +26,9 @@ use crate::error::{Result, Status};
 pub(crate) struct WorkerSlot {
     busy_ns: AtomicU64,
     steals: AtomicU64,
+    /// Busy spells started and not counted yet: more than one when a task
+    /// that waits helps, and its help starts a drainer nested in the spell.
+    open: AtomicU32,
 }
 
 /// The counters of one runtime that are not part of the sharded count.
@@ -79,15 +84,51 @@ impl RuntimeStats {
         self.peak.fetch_max(pending, Ordering::Relaxed);
     }
 
-    /// A worker's busy spell that started at `since` and ran `taken` tasks
-    /// from the ready queue. `worker`: the worker's index in its pool.
+    /// A worker starts a busy spell, before it takes its first task.
+    /// `worker`: the worker's index in its pool.
+    pub(crate) fn open_spell(&self, worker: Option<usize>) {
+        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
+            // Relaxed is enough: the spell's tasks retire after this store
+            // (SeqCst counter updates), and `spells_closed` reads it only
+            // once it has seen them retire.
+            w.open.store(w.open.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether `worker` is inside a busy spell (a task it runs that waits
+    /// and helps is part of that spell, not a spell of its own).
+    pub(crate) fn in_spell(&self, worker: Option<usize>) -> bool {
+        worker.and_then(|i| self.workers.get(i)).is_some_and(|w| w.open.load(Ordering::Relaxed) != 0)
+    }
+
+    /// A worker's busy spell (opened by `open_spell`) that started at
+    /// `since` and ran `taken` tasks from the ready queue is over: count it.
+    /// A nested spell's time is already part of the one around it.
     pub(crate) fn add_busy(&self, worker: Option<usize>, since: Instant, until: Instant, taken: u64) {
         if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
             // One writer per slot (the worker itself): no read-modify-write needed.
-            let ns = until.saturating_duration_since(since).as_nanos() as u64;
-            w.busy_ns.store(w.busy_ns.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
+            let open = w.open.load(Ordering::Relaxed);
+            if open <= 1 {
+                let ns = until.saturating_duration_since(since).as_nanos() as u64;
+                w.busy_ns.store(w.busy_ns.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
+            }
             w.steals.store(w.steals.load(Ordering::Relaxed) + taken, Ordering::Relaxed);
+            // SeqCst, paired with the idle waiters' registration (see
+            // `RuntimeInner::wake_idle_waiters`); it also publishes the counts above.
+            w.open.store(open.saturating_sub(1), Ordering::SeqCst);
         }
+    }
+
+    /// A task taken from the ready queue inside a spell that was already open.
+    pub(crate) fn count_steal(&self, worker: Option<usize>) {
+        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
+            w.steals.store(w.steals.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether every worker's busy spell so far has been counted.
+    pub(crate) fn spells_closed(&self) -> bool {
+        self.workers.iter().all(|w| w.open.load(Ordering::SeqCst) == 0)
     }
 
     /// The counters, given the sharded totals.

@@ -179,7 +179,8 @@ impl Runtime {
     /// counterpart of `starpu_task_wait_for_all` and `taskwait`). `None`
     /// waits forever; on timeout the error has status `Timeout`. From one of
     /// this runtime's workers it fails with `WouldDeadlock` (the caller's own
-    /// task can never be complete while it waits).
+    /// task can never be complete while it waits). Once it returns, the
+    /// counters ([`Runtime::stats`]) include all the work it waited for.
     ///
     /// ```
     /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
@@ -204,11 +205,7 @@ impl Runtime {
             ));
         }
         poke();
-        let done = block_until(
-            || inner.outstanding.sum() == 0,
-            |slice| inner.sleep_until_idle(slice.min(IDLE_RECHECK)),
-            timeout,
-        );
+        let done = block_until(|| inner.is_quiet(), |slice| inner.sleep_until_idle(slice.min(IDLE_RECHECK)), timeout);
         if done {
             Ok(())
         } else {

@@ -1119,7 +1119,9 @@ end
 # Wait until every operation submitted to the runtime so far (and any they submit) has
 # completed, without stopping it: the counterpart of `starpu_task_wait_for_all`. `timeout_ns` <
 # 0 waits forever; returns `TA_STATUS_TIMEOUT` if work remains, or `TA_STATUS_WOULD_DEADLOCK`
-# when called from one of the runtime's own workers.
+# when called from one of the runtime's own workers. Once it returns `TA_STATUS_OK`, the
+# counters (`ta_runtime_stats`, `ta_runtime_worker_busy_ns`) include all the work it waited for,
+# and stay put until more is submitted.
 function ta_runtime_wait_idle(runtime, timeout_ns, error)
     @ccall libtensorasync.ta_runtime_wait_idle(runtime::Ptr{ta_runtime}, timeout_ns::Int64, error::Ptr{Ptr{ta_error}})::ta_status
 end
