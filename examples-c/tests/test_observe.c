@@ -10,7 +10,8 @@
  * submission is not counted; every operation ready at its submission was
  * taken from the ready queue (3 steals) and the chain ran inline behind the
  * gate; after a wait for the runtime, the busy time of every worker is
- * counted (the total and the per-worker figures agree). A cancelled shutdown counts its cancelled operations.
+ * counted (the total and the per-worker figures agree). A cancelled
+ * shutdown counts its cancelled operations.
  *
  * Trace: a diamond (A writes X; B and C read it; D updates it) and a failing
  * E, written to a file (TRACE_OUT, default /tmp/ta_test_observe.json): every

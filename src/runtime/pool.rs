@@ -426,18 +426,13 @@ impl RuntimeInner {
         loop {
             match self.take() {
                 Steal::Success(t) => {
-                    // A task that waits and helps counts as one spell of its
-                    // own unless it already runs inside one.
+                    // A spell of its own, or nested in the spell of the task
+                    // that waits here (then only the task is counted).
                     let worker = rayon::current_thread_index();
-                    if self.stats.in_spell(worker) {
-                        (self.run)(t);
-                        self.stats.count_steal(worker);
-                    } else {
-                        let since = Instant::now();
-                        self.stats.open_spell(worker);
-                        (self.run)(t);
-                        self.stats.add_busy(worker, since, Instant::now(), 1);
-                    }
+                    let since = Instant::now();
+                    self.stats.open_spell(worker);
+                    (self.run)(t);
+                    self.stats.add_busy(worker, since, Instant::now(), 1);
                     return true;
                 }
                 Steal::Retry => continue,

@@ -27,7 +27,8 @@ pub(crate) struct WorkerSlot {
     busy_ns: AtomicU64,
     steals: AtomicU64,
     /// Busy spells started and not counted yet: more than one when a task
-    /// that waits helps, and its help starts a drainer nested in the spell.
+    /// that waits helps (`help_once`, or a drainer its help starts) inside
+    /// the spell that runs it.
     open: AtomicU32,
 }
 
@@ -84,10 +85,15 @@ impl RuntimeStats {
         self.peak.fetch_max(pending, Ordering::Relaxed);
     }
 
+    /// The slot of `worker` (the worker's index in its pool); none for a
+    /// thread outside the pool.
+    fn slot(&self, worker: Option<usize>) -> Option<&WorkerSlot> {
+        worker.and_then(|i| self.workers.get(i)).map(|w| &**w)
+    }
+
     /// A worker starts a busy spell, before it takes its first task.
-    /// `worker`: the worker's index in its pool.
     pub(crate) fn open_spell(&self, worker: Option<usize>) {
-        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
+        if let Some(w) = self.slot(worker) {
             // Relaxed is enough: the spell's tasks retire after this store
             // (SeqCst counter updates), and `spells_closed` reads it only
             // once it has seen them retire.
@@ -95,17 +101,12 @@ impl RuntimeStats {
         }
     }
 
-    /// Whether `worker` is inside a busy spell (a task it runs that waits
-    /// and helps is part of that spell, not a spell of its own).
-    pub(crate) fn in_spell(&self, worker: Option<usize>) -> bool {
-        worker.and_then(|i| self.workers.get(i)).is_some_and(|w| w.open.load(Ordering::Relaxed) != 0)
-    }
-
     /// A worker's busy spell (opened by `open_spell`) that started at
     /// `since` and ran `taken` tasks from the ready queue is over: count it.
-    /// A nested spell's time is already part of the one around it.
+    /// A nested spell's time is already part of the one around it: only its
+    /// tasks are counted.
     pub(crate) fn add_busy(&self, worker: Option<usize>, since: Instant, until: Instant, taken: u64) {
-        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
+        if let Some(w) = self.slot(worker) {
             // One writer per slot (the worker itself): no read-modify-write needed.
             let open = w.open.load(Ordering::Relaxed);
             if open <= 1 {
@@ -116,13 +117,6 @@ impl RuntimeStats {
             // SeqCst, paired with the idle waiters' registration (see
             // `RuntimeInner::wake_idle_waiters`); it also publishes the counts above.
             w.open.store(open.saturating_sub(1), Ordering::SeqCst);
-        }
-    }
-
-    /// A task taken from the ready queue inside a spell that was already open.
-    pub(crate) fn count_steal(&self, worker: Option<usize>) {
-        if let Some(w) = worker.and_then(|i| self.workers.get(i)) {
-            w.steals.store(w.steals.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
     }
 
