@@ -41,6 +41,14 @@
 #define TA_SUBMIT_EXTENDED 2
 
 /**
+ * `ta_submit.flags`: hand the operation to the runtime's workers even when
+ * it is small and ready at submission, where it would otherwise run on the
+ * calling thread before the call returns (see
+ * `ta_runtime_set_small_in_place`).
+ */
+#define TA_SUBMIT_DEFER 4
+
+/**
  * Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
  */
 #define TA_DUMP_TEXT 0
@@ -281,8 +289,8 @@ typedef struct ta_submit {
    */
   uint32_t backends;
   /**
-   * Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
-   * of a `ta_submit_ex`; 0 for none.
+   * Flags: `TA_SUBMIT_TRANSFER`, `TA_SUBMIT_DEFER`, and
+   * `TA_SUBMIT_EXTENDED` in the `submit` of a `ta_submit_ex`; 0 for none.
    */
   uint32_t flags;
 } ta_submit;
@@ -1902,6 +1910,32 @@ ta_status ta_runtime_default(struct ta_runtime **runtime_out);
  * Number of worker threads of a runtime.
  */
 ta_status ta_runtime_threads(const struct ta_runtime *runtime, size_t *threads_out);
+
+/**
+ * Let small library operations that are ready when they are submitted run
+ * on the calling thread (`enable` != 0, the default), or send every
+ * operation to the workers (`enable` 0). Handing a task to a worker costs
+ * more than such an operation's kernel: fill, scale, axpy, copy, conj, dot,
+ * norm2 and a sum over all axes of at most 256 elements per operand, and a
+ * gemm of at most 64 elements per operand (8x8). It runs in place only
+ * when no earlier access to its tensors is unfinished and none of them is
+ * poisoned, never when `opts.callback` is set (callbacks run on workers),
+ * and never while a runtime of the process records a trace or tracks
+ * pending work (`ta_runtime_trace_start`, `ta_runtime_track`), which then
+ * see every operation as a task. It has then completed when
+ * the call returns, with the same result and notifications (its event, its
+ * completion queue entry); it does not count in `ta_stats.steals` or a
+ * worker's `busy_ns`. The flag `TA_SUBMIT_DEFER` asks for the workers for
+ * one submission. The kernels that run in place never block and call no
+ * user code.
+ */
+ta_status ta_runtime_set_small_in_place(const struct ta_runtime *runtime, int32_t enable);
+
+/**
+ * Whether small operations may run on the calling thread: 1 or 0 in
+ * `*enabled_out` (see `ta_runtime_set_small_in_place`).
+ */
+ta_status ta_runtime_small_in_place(const struct ta_runtime *runtime, int32_t *enabled_out);
 
 /**
  * Stop accepting work and drain (`TA_SHUTDOWN_DRAIN`: run everything

@@ -227,6 +227,20 @@ pub fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
 /// stride (innermost = smallest), adjacent axes that are contiguous for every
 /// operand merged. Empty for a single element.
 pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
+    // Dense row-major operands (most of them) are one axis: no sort, no merge.
+    if strides.iter().all(|s| is_row_major_dense(extents, s)) {
+        let len: usize = extents.iter().product();
+        let mut one = SmallVec::new();
+        if len != 1 {
+            one.push((len, [1; N]));
+        }
+        return one;
+    }
+    sorted_merged(extents, strides)
+}
+
+/// [`merged_axes`] by sorting the axes and merging neighbours.
+fn sorted_merged<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     let mut dims: SmallVec<[(usize, [isize; N]); 4]> = extents
         .iter()
         .enumerate()
@@ -246,6 +260,21 @@ pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) ->
         merged.push((e, s));
     }
     merged
+}
+
+/// Whether `strides` lay `extents` out densely in row-major order (unit
+/// innermost stride; an axis of extent 1 may have any stride), with at
+/// least one element.
+#[inline]
+fn is_row_major_dense(extents: &[usize], strides: &[isize]) -> bool {
+    let mut want = 1isize;
+    for (&e, &s) in extents.iter().zip(strides).rev() {
+        if e == 0 || (e != 1 && s != want) {
+            return false;
+        }
+        want = want.wrapping_mul(e as isize);
+    }
+    true
 }
 
 /// Call `f(base)` for every index of the `outer` axes (outermost first),
@@ -328,6 +357,38 @@ pub fn for_each_plane<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dense row-major shortcut of `merged_axes` gives what sorting and
+    /// merging gives, for every shape of rank 0 to 4 with extents 0 to 3
+    /// (axes of extent 1 with any stride), and two operands alike.
+    #[test]
+    fn dense_layouts_merge_to_what_the_general_merge_gives() {
+        let mut shapes: Vec<Vec<usize>> = vec![vec![]];
+        for _ in 0..4 {
+            let longer: Vec<Vec<usize>> =
+                shapes.iter().flat_map(|s| (0..4).map(move |e| [s.clone(), vec![e]].concat())).collect();
+            shapes.extend(longer.into_iter().filter(|s| s.len() <= 4));
+            shapes.sort();
+            shapes.dedup();
+        }
+        let mut checked = 0;
+        for ext in &shapes {
+            let mut st = Layout::contiguous(ext, Order::RowMajor).strides.clone();
+            // An axis of extent 1 may carry any stride and stays dense.
+            if let Some(i) = ext.iter().position(|&e| e == 1) {
+                st[i] = 977;
+            }
+            assert_eq!(is_row_major_dense(ext, &st), !ext.contains(&0), "{ext:?} {st:?}");
+            assert_eq!(merged_axes(ext, [&st]), sorted_merged(ext, [&st]), "{ext:?}");
+            assert_eq!(merged_axes(ext, [&st, &st]), sorted_merged(ext, [&st, &st]), "{ext:?}");
+            checked += 1;
+        }
+        assert!(checked > 300);
+        // Not dense: column-major, padded rows, a reversed axis.
+        assert!(!is_row_major_dense(&[2, 3], &[1, 2]));
+        assert!(!is_row_major_dense(&[2, 3], &[4, 1]));
+        assert!(!is_row_major_dense(&[2, 3], &[3, -1]));
+    }
 
     /// Planes visit exactly the elements runs visit, for dense, strided,
     /// permuted and negative-stride layouts of ranks 0 to 4.

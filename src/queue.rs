@@ -195,6 +195,14 @@ impl<W: Waiter> EpochQueue<W> {
         self.seq + 1
     }
 
+    /// Take `stamp` (as [`EpochQueue::enroll`] does) for an operation that
+    /// ran to completion while this queue's lock was held and the queue was
+    /// idle, so it needs no entry: later operations still stamp after it.
+    pub(crate) fn take_stamp(&mut self, stamp: u64) {
+        debug_assert!(stamp >= self.seq, "stamps never go back");
+        self.seq = stamp;
+    }
+
     /// Enroll `task` for an access in `mode` to `region`, with the operation's
     /// `stamp` (at least [`EpochQueue::next_stamp`] of every queue the
     /// operation enrolls on, so stamps of conflicting operations follow their
@@ -343,6 +351,13 @@ impl<W: Waiter> EpochQueue<W> {
         let idle = writer.as_ref().is_none_or(|w| w.is_done());
         self.frontier = Frontier::Flat { writer, entries: ThinVec::new() };
         idle
+    }
+
+    /// [`EpochQueue::is_idle`] where the answer takes a few lookups: `false`,
+    /// without looking, for an indexed frontier (many view accesses, where
+    /// the finished ones before the first unfinished one can be many).
+    pub(crate) fn is_idle_at_a_glance(&mut self) -> bool {
+        matches!(self.frontier, Frontier::Flat { .. }) && self.is_idle()
     }
 
     /// Add an entry, keeping writers before readers.

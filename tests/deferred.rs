@@ -134,9 +134,10 @@ fn a_kernel_defers_and_its_token_is_finished_later() {
     });
     let ev = ops::kernel("deferring", &[(&t, Mode::Update)], k, Submit::on(&rt)).unwrap();
     let token = rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    // The worker is free: another task runs while the deferred one is pending.
+    // The worker is free: another task runs while the deferred one is pending
+    // (on the worker: deferred, since a small fill would run in place).
     let other = f64s(&[1], &[0.0]);
-    ops::fill(&other, Scalar::real(4.0), Submit::on(&rt)).unwrap().wait(LONG).unwrap();
+    ops::fill(&other, Scalar::real(4.0), Submit { defer: true, ..Submit::on(&rt) }).unwrap().wait(LONG).unwrap();
     assert!(ev.poll().is_none());
     let v = token.views().unwrap()[0].clone();
     // SAFETY: the deferred kernel's granted update view of 1 f64.

@@ -13,6 +13,7 @@ module tensorasync_c
   integer(c_int64_t), parameter :: TA_WAIT_FOREVER = -1_c_int64_t
   integer(c_int32_t), parameter :: TA_SUBMIT_TRANSFER = 1_c_int32_t
   integer(c_int32_t), parameter :: TA_SUBMIT_EXTENDED = 2_c_int32_t
+  integer(c_int32_t), parameter :: TA_SUBMIT_DEFER = 4_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_TEXT = 0_c_int32_t
   integer(c_int32_t), parameter :: TA_DUMP_DOT = 1_c_int32_t
   integer(c_int64_t), parameter :: TA_DL_FLAG_READ_ONLY = 1_c_int64_t
@@ -1055,6 +1056,22 @@ module tensorasync_c
       integer(c_size_t), intent(out), optional :: threads_out
       integer(c_int32_t) :: c_ta_runtime_threads
     end function c_ta_runtime_threads
+    function c_ta_runtime_set_small_in_place(runtime, enable) bind(c, &
+        name='ta_runtime_set_small_in_place')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int32_t), value :: enable
+      integer(c_int32_t) :: c_ta_runtime_set_small_in_place
+    end function c_ta_runtime_set_small_in_place
+    function c_ta_runtime_small_in_place(runtime, enabled_out) bind(c, &
+        name='ta_runtime_small_in_place')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: runtime
+      integer(c_int32_t), intent(out), optional :: enabled_out
+      integer(c_int32_t) :: c_ta_runtime_small_in_place
+    end function c_ta_runtime_small_in_place
     function c_ta_runtime_shutdown(runtime, mode, error) bind(c, name='ta_runtime_shutdown')
       use, intrinsic :: iso_c_binding
       implicit none

@@ -397,6 +397,8 @@ const (
 	SubmitTransfer = C.TA_SUBMIT_TRANSFER
 	// `ta_submit.flags`: this `ta_submit` is the `submit` member of a `ta_submit_ex`, whose other fields the operation reads too. Set it only there: the library then reads the memory before the `ta_submit`.
 	SubmitExtended = C.TA_SUBMIT_EXTENDED
+	// `ta_submit.flags`: hand the operation to the runtime's workers even when it is small and ready at submission, where it would otherwise run on the calling thread before the call returns (see `ta_runtime_set_small_in_place`).
+	SubmitDefer = C.TA_SUBMIT_DEFER
 	// Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
 	DumpText = C.TA_DUMP_TEXT
 	// Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished operation, one edge per wait (labelled with the tensor).

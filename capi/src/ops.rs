@@ -29,6 +29,7 @@ pub(crate) struct Opts<R = Runtime> {
     selector: Selector,
     transfer: bool,
     priority: i32,
+    defer: bool,
 }
 
 /// How [`Opts`] holds its runtime.
@@ -68,6 +69,7 @@ impl<R: RuntimeRef> Opts<R> {
                 selector: Selector::AUTO,
                 transfer: false,
                 priority: 0,
+                defer: false,
             });
         }
         // SAFETY: a non-NULL `opts` points to a readable `ta_submit` by the C contract.
@@ -89,12 +91,20 @@ impl<R: RuntimeRef> Opts<R> {
                 unsafe { f(crate::status::to_c(status), ud.0) }
             }) as ta::Callback
         });
-        if o.flags & !(super::TA_SUBMIT_TRANSFER | super::TA_SUBMIT_EXTENDED) != 0 {
+        if o.flags & !(super::TA_SUBMIT_TRANSFER | super::TA_SUBMIT_EXTENDED | super::TA_SUBMIT_DEFER) != 0 {
             return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {:#x}", o.flags)));
         }
         let priority =
             if o.flags & super::TA_SUBMIT_EXTENDED != 0 { super::submit_ex::priority(opts, origin)? } else { 0 };
-        Ok(Opts { runtime, cq, callback, selector, transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0, priority })
+        Ok(Opts {
+            runtime,
+            cq,
+            callback,
+            selector,
+            transfer: o.flags & super::TA_SUBMIT_TRANSFER != 0,
+            priority,
+            defer: o.flags & super::TA_SUBMIT_DEFER != 0,
+        })
     }
 
     fn submit<C: Completion>(&mut self) -> Submit<'_, C> {
@@ -105,6 +115,7 @@ impl<R: RuntimeRef> Opts<R> {
             selector: self.selector,
             transfer: self.transfer,
             priority: self.priority,
+            defer: self.defer,
             completion: PhantomData,
         }
     }

@@ -43,6 +43,41 @@ pub extern "C" fn ta_runtime_threads(runtime: *const ta_runtime, threads_out: *m
     })
 }
 
+/// Let small library operations that are ready when they are submitted run
+/// on the calling thread (`enable` != 0, the default), or send every
+/// operation to the workers (`enable` 0). Handing a task to a worker costs
+/// more than such an operation's kernel: fill, scale, axpy, copy, conj, dot,
+/// norm2 and a sum over all axes of at most 256 elements per operand, and a
+/// gemm of at most 64 elements per operand (8x8). It runs in place only
+/// when no earlier access to its tensors is unfinished and none of them is
+/// poisoned, never when `opts.callback` is set (callbacks run on workers),
+/// and never while a runtime of the process records a trace or tracks
+/// pending work (`ta_runtime_trace_start`, `ta_runtime_track`), which then
+/// see every operation as a task. It has then completed when
+/// the call returns, with the same result and notifications (its event, its
+/// completion queue entry); it does not count in `ta_stats.steals` or a
+/// worker's `busy_ns`. The flag `TA_SUBMIT_DEFER` asks for the workers for
+/// one submission. The kernels that run in place never block and call no
+/// user code.
+#[no_mangle]
+pub extern "C" fn ta_runtime_set_small_in_place(runtime: *const ta_runtime, enable: i32) -> ta_status {
+    guard("ta_runtime_set_small_in_place", std::ptr::null_mut(), || {
+        arg(runtime, "ta_runtime_set_small_in_place", "runtime")?.set_small_in_place(enable != 0);
+        Ok(())
+    })
+}
+
+/// Whether small operations may run on the calling thread: 1 or 0 in
+/// `*enabled_out` (see `ta_runtime_set_small_in_place`).
+#[no_mangle]
+pub extern "C" fn ta_runtime_small_in_place(runtime: *const ta_runtime, enabled_out: *mut i32) -> ta_status {
+    guard("ta_runtime_small_in_place", std::ptr::null_mut(), || {
+        need(enabled_out, "ta_runtime_small_in_place", "enabled_out")?;
+        put(enabled_out, arg(runtime, "ta_runtime_small_in_place", "runtime")?.small_in_place() as i32);
+        Ok(())
+    })
+}
+
 /// Stop accepting work and drain (`TA_SHUTDOWN_DRAIN`: run everything
 /// submitted) or cancel (`TA_SHUTDOWN_CANCEL`: complete everything not yet
 /// started with `TA_STATUS_CANCELLED`, poisoning its outputs). Blocks until

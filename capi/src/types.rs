@@ -260,8 +260,8 @@ pub struct ta_submit {
     pub cq_tag: u64,
     /// Allowed backends: a bit set of `1u << TA_BACKEND_x`; 0 for any.
     pub backends: u32,
-    /// Flags: `TA_SUBMIT_TRANSFER`, and `TA_SUBMIT_EXTENDED` in the `submit`
-    /// of a `ta_submit_ex`; 0 for none.
+    /// Flags: `TA_SUBMIT_TRANSFER`, `TA_SUBMIT_DEFER`, and
+    /// `TA_SUBMIT_EXTENDED` in the `submit` of a `ta_submit_ex`; 0 for none.
     pub flags: u32,
 }
 
@@ -274,6 +274,12 @@ pub const TA_SUBMIT_TRANSFER: u32 = 1;
 /// `ta_submit_ex`, whose other fields the operation reads too. Set it only
 /// there: the library then reads the memory before the `ta_submit`.
 pub const TA_SUBMIT_EXTENDED: u32 = 2;
+
+/// `ta_submit.flags`: hand the operation to the runtime's workers even when
+/// it is small and ready at submission, where it would otherwise run on the
+/// calling thread before the call returns (see
+/// `ta_runtime_set_small_in_place`).
+pub const TA_SUBMIT_DEFER: u32 = 4;
 
 /// Submission options beyond `ta_submit`'s (a `ta_submit` cannot grow).
 /// Zero-initialise it, set `struct_size` to `sizeof(ta_submit_ex)`, the

@@ -457,7 +457,8 @@ pub(crate) fn external_inner<C: Completion>(
         ));
     }
     let token = crate::runtime::deferred::TokenInner::new();
-    let ev = submit(name, origin, operands, Body::External(token.clone()), opts, |_| Ok(()))?;
+    // Parked until its token is finished: never in place.
+    let ev = submit(name, origin, operands, Body::External(token.clone()), Submit { defer: true, ..opts }, |_| Ok(()))?;
     Ok((token, ev))
 }
 
@@ -488,7 +489,9 @@ pub fn kernel<C: Completion>(
             format!("user kernels take host tensors; an operand lives on {} (copy it to the host first)", t.domain()),
         ));
     }
-    submit(name, "kernel", operands, Body::Kernel(f), opts, |_| Ok(()))
+    // A user kernel may block, submit or wait: it always runs on a worker,
+    // as if deferred (which also takes the in-place test out of this path).
+    submit(name, "kernel", operands, Body::Kernel(f), Submit { defer: true, ..opts }, |_| Ok(()))
 }
 
 /// A Rust kernel with typed operands: each is declared with its element type

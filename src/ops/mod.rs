@@ -10,6 +10,7 @@ mod checks;
 mod copy;
 mod elementwise;
 mod host_access;
+mod in_place;
 mod kernel;
 mod linalg;
 pub(crate) mod submit;
@@ -109,6 +110,20 @@ impl Access {
     #[inline]
     pub(crate) fn value(&self) -> &Arc<Value> {
         self.tensor.root()
+    }
+
+    /// The operand's element count (once its geometry is set).
+    #[inline]
+    pub(crate) fn elements(&self) -> usize {
+        debug_assert!(!self.layout.is_null(), "the geometry is set at enrollment");
+        // SAFETY: see the Send impl; set by enrollment before this is called.
+        unsafe { (*self.layout).len() }
+    }
+
+    /// The domain of the operand's value.
+    #[inline]
+    pub(crate) fn domain(&self) -> Domain {
+        Domain::from_i32(self.domain).expect("an access stores a valid domain code")
     }
 
     pub(crate) fn set_geometry(&mut self, g: crate::tensor::view::Geometry<'_>) {

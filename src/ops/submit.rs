@@ -8,7 +8,7 @@
 
 use smallvec::SmallVec;
 
-use super::{Access, Body, Operation, INLINE_ACCESSES};
+use super::{in_place, Access, Body, Operation, INLINE_ACCESSES};
 use crate::dispatch::Selector;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
@@ -65,6 +65,17 @@ pub struct Submit<'a, C = Evented> {
     pub transfer: bool,
     /// Rank among ready tasks: see [`Submit::with_priority`].
     pub priority: i32,
+    /// Hand the operation to the runtime's workers even when it is small
+    /// and ready at submission (see [`Runtime::set_small_in_place`]).
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(1).unwrap();
+    /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
+    /// ops::fill(&t, Scalar::real(1.0), Submit { defer: true, ..Submit::on(&rt) }).unwrap().wait(None).unwrap();
+    /// assert_eq!(rt.stats().steals, 1);
+    /// ```
+    pub defer: bool,
     /// The completion form (a marker): see [`Submit::detached`].
     pub completion: PhantomData<C>,
 }
@@ -80,6 +91,7 @@ impl Default for Submit<'_, Evented> {
             selector: Selector::default(),
             transfer: false,
             priority: 0,
+            defer: false,
             completion: PhantomData,
         }
     }
@@ -124,6 +136,7 @@ impl<'a, C: Completion> Submit<'a, C> {
             selector: self.selector,
             transfer: self.transfer,
             priority: self.priority,
+            defer: self.defer,
             completion: PhantomData,
         }
     }
@@ -339,6 +352,21 @@ impl Locked<'_> {
         self.constructed = Some(i);
     }
 
+    /// Whether a small operation on the locked values may run in place:
+    /// `rt` lets it, no trace or tracking sees tasks, no access to any of the
+    /// values is unfinished and none holds an error (so it is ready, and runs
+    /// without reading poison).
+    #[inline(never)]
+    fn ready_in_place(&mut self, rt: &Runtime) -> bool {
+        if crate::runtime::observe::on() || !rt.small_in_place() {
+            return false;
+        }
+        (0..self.guards.len()).all(|g| {
+            let s = self.guards.get_mut(g).expect("in range");
+            !s.is_poisoned() && s.queue.is_idle_at_a_glance()
+        })
+    }
+
     /// Undo what the plan did to the operands' values, for a refused submission.
     fn undo(&mut self) {
         if let Some(i) = self.constructed.take() {
@@ -495,6 +523,10 @@ fn enroll<C: Completion>(
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
 ) -> Result<C::Output> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
+    // Whether it may run in place, if small and ready (see `in_place`;
+    // the runtime's switch is read only for a small operation): read before
+    // the callback moves into the completion.
+    let in_place_allowed = !opts.defer && opts.callback.is_none();
     // Allocation failures (test builds only: see `failpoint`) come before
     // anything is admitted or enrolled.
     if failpoint::hit(Site::Task) {
@@ -582,6 +614,14 @@ fn enroll<C: Completion>(
         rt.inner().refuse();
         return Err(e);
     }
+    if in_place_allowed && device.is_none() {
+        // SAFETY: as above (not yet enrolled).
+        let op = unsafe { task.work_mut().op_mut::<Operation>() };
+        if in_place::small(&op.body, &op.accesses) && locked.ready_in_place(rt) {
+            run_in_place(task, locked, hz, guard_of);
+            return Ok(C::output(handle));
+        }
+    }
     if crate::runtime::observe::on() {
         crate::runtime::observe::submitted(rt.inner(), &mut task);
     }
@@ -621,6 +661,36 @@ fn enroll<C: Completion>(
         exec::schedule(task);
     }
     Ok(C::output(handle))
+}
+
+/// Run the operation of `task` (small, never enrolled) while `locked` holds
+/// its idle, clean values, then conclude it (see `in_place`). Out of line:
+/// one copy for every operation and completion form, and the submission
+/// path of every other operation stays as short as it was.
+#[inline(never)]
+fn run_in_place(task: Arc<Task>, mut locked: Locked<'_>, hz: &[Hazard<'_>], guard_of: &[usize]) {
+    let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
+    for g in 0..locked.guards.len() {
+        locked.guards.get_mut(g).expect("in range").queue.take_stamp(stamp);
+    }
+    #[cfg(feature = "internals")]
+    for h in hz {
+        enrollments::record(Arc::as_ptr(h.value) as usize, stamp);
+    }
+    // SAFETY: the task is not enrolled, so no other thread can see its work.
+    let op = unsafe { task.work_mut().op_mut::<Operation>() };
+    op.stamp = stamp;
+    let result = in_place::execute(op);
+    if let Err(e) = &result {
+        // What `Operation::commit` records for a failure, under the locks
+        // held (a success cleans nothing: the values are clean).
+        for (h, &g) in hz.iter().zip(guard_of).filter(|(h, _)| h.mode.writes()) {
+            let state = &mut **locked.guards.get_mut(g).expect("every record's lock is taken");
+            h.value.add_poison_locked(state, h.region.clone(), stamp, e.clone());
+        }
+    }
+    drop(locked);
+    exec::conclude_in_place(task, result);
 }
 
 /// Where the accesses enrolled on this thread land, for the crate's

@@ -1,7 +1,7 @@
 //! The public handle of a runtime: creation, the default runtime, and
 //! shutdown (a drain or a cancel of what was submitted).
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_deque::Injector;
@@ -121,6 +121,7 @@ impl Runtime {
                 idle_drainers: CachePadded::new(AtomicUsize::new(0)),
                 idle_waiters: CachePadded::new(AtomicUsize::new(0)),
                 state: AtomicU8::new(RUNNING),
+                small_in_place: AtomicBool::new(true),
                 outstanding: ShardedCounter::new(),
                 idle_lock: Mutex::new(()),
                 idle: Condvar::new(),
@@ -229,6 +230,49 @@ impl Runtime {
         }
         self.inner().drain_to_idle(mode);
         Ok(())
+    }
+
+    /// Let small library operations that are ready when they are submitted
+    /// run on the submitting thread (`true`, the default), or send every
+    /// operation to the workers (`false`). Such an operation (fill, scale,
+    /// axpy, copy, conj, dot, norm2 and a full sum of at most 256 elements
+    /// per operand; gemm of at most 64 elements per operand) costs less to
+    /// run than to hand over; it runs only when no earlier access to its
+    /// values is unfinished and none of them holds an error, never when it
+    /// has a callback, and never while a runtime of the process records a
+    /// trace or tracks pending work (which then see every operation as a
+    /// task). It then
+    /// has completed when the submission returns, with the same result and
+    /// notifications, and does not count in [`crate::Stats::steals`] or a worker's
+    /// busy time. One submission can ask for the workers with
+    /// [`crate::Submit::defer`].
+    ///
+    /// ```
+    /// use tensorasync::{ops, DType, Order, Runtime, Scalar, Submit, Tensor};
+    /// let rt = Runtime::new(2).unwrap();
+    /// assert!(rt.small_in_place());
+    /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
+    /// let ev = ops::fill(&t, Scalar::real(1.0), Submit::on(&rt)).unwrap();
+    /// assert!(ev.is_complete()); // ran in place
+    /// rt.set_small_in_place(false);
+    /// ops::fill(&t, Scalar::real(2.0), Submit::on(&rt)).unwrap().wait(None).unwrap();
+    /// assert_eq!(rt.stats().steals, 1); // taken from the ready queue by a worker
+    /// ```
+    pub fn set_small_in_place(&self, on: bool) {
+        self.inner().small_in_place.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether small operations may run on the submitting thread (see
+    /// [`Runtime::set_small_in_place`]).
+    ///
+    /// ```
+    /// let rt = tensorasync::Runtime::new(1).unwrap();
+    /// rt.set_small_in_place(false);
+    /// assert!(!rt.small_in_place());
+    /// ```
+    #[inline]
+    pub fn small_in_place(&self) -> bool {
+        self.inner().small_in_place.load(Ordering::Relaxed)
     }
 
     /// Whether two handles refer to the same runtime.

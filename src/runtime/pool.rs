@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::cmp::Ordering as Rank;
 use std::collections::BinaryHeap;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,9 @@ pub(crate) struct RuntimeInner {
     /// Drainers currently looking for work (they will take a pushed task).
     pub(crate) idle_drainers: CachePadded<AtomicUsize>,
     pub(crate) state: AtomicU8,
+    /// Whether small operations ready at submission run on the submitting
+    /// thread (see `ops::in_place`); on by default.
+    pub(crate) small_in_place: AtomicBool,
     /// Tasks submitted to this runtime and not yet completed.
     pub(crate) outstanding: ShardedCounter,
     /// Threads waiting for `outstanding` to reach zero (in `wait_idle` or a

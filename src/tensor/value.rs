@@ -85,6 +85,11 @@ struct Poison {
 }
 
 impl ValueState {
+    /// Whether a failed write left an error on some region of the value.
+    pub(crate) fn is_poisoned(&self) -> bool {
+        !self.poison.is_empty()
+    }
+
     /// Whether the value holds data (or will, once the tasks enrolled so far run).
     pub(crate) fn is_constructed(&self) -> bool {
         self.contents.is_some()
@@ -279,6 +284,12 @@ impl Value {
     /// Record that the write at queue position `pos` to `region` failed with `e`.
     pub(crate) fn add_poison(&self, region: Region, pos: u64, error: Error) {
         let mut s = self.state.lock();
+        self.add_poison_locked(&mut s, region, pos, error);
+    }
+
+    /// [`Value::add_poison`] with the value's lock already held (`s` is its
+    /// state): for a write that ran under that lock (see `ops::in_place`).
+    pub(crate) fn add_poison_locked(&self, s: &mut ValueState, region: Region, pos: u64, error: Error) {
         s.poison.push(Poison { region, pos, error });
         if !self.word().poisoned.load(Ordering::Relaxed) {
             // Counted before the flag is set and before the writing task

@@ -15,6 +15,8 @@ CDEF = r'''
 
 #define TA_SUBMIT_EXTENDED 2
 
+#define TA_SUBMIT_DEFER 4
+
 #define TA_DUMP_TEXT 0
 
 #define TA_DUMP_DOT 1
@@ -771,6 +773,10 @@ ta_status ta_runtime_new(size_t threads, struct ta_runtime **runtime_out, struct
 ta_status ta_runtime_default(struct ta_runtime **runtime_out);
 
 ta_status ta_runtime_threads(const struct ta_runtime *runtime, size_t *threads_out);
+
+ta_status ta_runtime_set_small_in_place(const struct ta_runtime *runtime, int32_t enable);
+
+ta_status ta_runtime_small_in_place(const struct ta_runtime *runtime, int32_t *enabled_out);
 
 ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
                               ta_shutdown mode,

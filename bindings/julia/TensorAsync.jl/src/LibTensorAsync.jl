@@ -271,6 +271,10 @@ const TA_SUBMIT_TRANSFER = 1
 # fields the operation reads too. Set it only there: the library then reads the memory before
 # the `ta_submit`.
 const TA_SUBMIT_EXTENDED = 2
+# `ta_submit.flags`: hand the operation to the runtime's workers even when it is small and ready
+# at submission, where it would otherwise run on the calling thread before the call returns (see
+# `ta_runtime_set_small_in_place`).
+const TA_SUBMIT_DEFER = 4
 # Text form of `ta_runtime_dump` / `ta_runtime_dump_string`.
 const TA_DUMP_TEXT = 0
 # Graphviz DOT form of `ta_runtime_dump` / `ta_runtime_dump_string`: one node per unfinished
@@ -1094,6 +1098,28 @@ end
 # Number of worker threads of a runtime.
 function ta_runtime_threads(runtime, threads_out)
     @ccall libtensorasync.ta_runtime_threads(runtime::Ptr{ta_runtime}, threads_out::Ptr{Csize_t})::ta_status
+end
+
+# Let small library operations that are ready when they are submitted run on the calling thread
+# (`enable` != 0, the default), or send every operation to the workers (`enable` 0). Handing a
+# task to a worker costs more than such an operation's kernel: fill, scale, axpy, copy, conj,
+# dot, norm2 and a sum over all axes of at most 256 elements per operand, and a gemm of at most
+# 64 elements per operand (8x8). It runs in place only when no earlier access to its tensors is
+# unfinished and none of them is poisoned, never when `opts.callback` is set (callbacks run on
+# workers), and never while a runtime of the process records a trace or tracks pending work
+# (`ta_runtime_trace_start`, `ta_runtime_track`), which then see every operation as a task. It
+# has then completed when the call returns, with the same result and notifications (its event,
+# its completion queue entry); it does not count in `ta_stats.steals` or a worker's `busy_ns`.
+# The flag `TA_SUBMIT_DEFER` asks for the workers for one submission. The kernels that run in
+# place never block and call no user code.
+function ta_runtime_set_small_in_place(runtime, enable)
+    @ccall libtensorasync.ta_runtime_set_small_in_place(runtime::Ptr{ta_runtime}, enable::Int32)::ta_status
+end
+
+# Whether small operations may run on the calling thread: 1 or 0 in `*enabled_out` (see
+# `ta_runtime_set_small_in_place`).
+function ta_runtime_small_in_place(runtime, enabled_out)
+    @ccall libtensorasync.ta_runtime_small_in_place(runtime::Ptr{ta_runtime}, enabled_out::Ptr{Int32})::ta_status
 end
 
 # Stop accepting work and drain (`TA_SHUTDOWN_DRAIN`: run everything submitted) or cancel
