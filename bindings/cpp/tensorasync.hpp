@@ -565,6 +565,19 @@ class runtime {
         ta_runtime_threads(h_.get(), &n);
         return n;
     }
+    /// Whether small library operations whose tensors are idle run on the
+    /// submitting thread before the call returns (the default; see
+    /// `ta_runtime_set_small_in_place`).
+    bool small_in_place() const noexcept {
+        int32_t on = 0;
+        ta_runtime_small_in_place(h_.get(), &on);
+        return on != 0;
+    }
+    /// Let them run in place (true) or send every operation to the workers.
+    detail::ret<void> set_small_in_place(bool on) const {
+        TA_HPP_CHECK_VOID(ta_runtime_set_small_in_place(h_.get(), on ? 1 : 0), nullptr);
+        TA_HPP_RETURN_VOID;
+    }
     detail::ret<void> shutdown(ta::shutdown how = ta::shutdown::drain) const {
         ta_error *e = nullptr;
         TA_HPP_CHECK_VOID(ta_runtime_shutdown(h_.get(), static_cast<ta_shutdown>(how), &e), e);
@@ -783,6 +796,12 @@ class options {
     }
     options &transfer(bool on = true) noexcept {
         x_.submit.flags = on ? (x_.submit.flags | TA_SUBMIT_TRANSFER) : (x_.submit.flags & ~uint32_t(TA_SUBMIT_TRANSFER));
+        return *this;
+    }
+    /// Hand the operation to the workers even when it is small and ready
+    /// (`TA_SUBMIT_DEFER`; see runtime::set_small_in_place).
+    options &defer(bool on = true) noexcept {
+        x_.submit.flags = on ? (x_.submit.flags | TA_SUBMIT_DEFER) : (x_.submit.flags & ~uint32_t(TA_SUBMIT_DEFER));
         return *this;
     }
     /// Rank among ready operations (`ta_submit_ex.priority`): higher runs

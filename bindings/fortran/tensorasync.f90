@@ -397,6 +397,31 @@ contains
     call finish(s, c_null_ptr, stat, errmsg, 'ta_track')
   end subroutine ta_track
 
+  ! Let small library operations whose tensors are idle run on the calling
+  ! thread before the call returns (enable = .true., the default) or send
+  ! every operation to the workers; `enabled` returns the setting in force.
+  subroutine ta_small_in_place(enable, enabled, runtime, stat, errmsg)
+    logical, intent(in), optional :: enable
+    logical, intent(out), optional :: enabled
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    type(c_ptr) :: r
+    logical :: owned
+    integer(c_int32_t) :: s, flag
+    call runtime_ptr(runtime, r, owned, s)
+    if (s == TA_STATUS_OK .and. present(enable)) then
+      flag = 0
+      if (enable) flag = 1
+      s = c_ta_runtime_set_small_in_place(r, flag)
+    end if
+    flag = 0
+    if (s == TA_STATUS_OK) s = c_ta_runtime_small_in_place(r, flag)
+    if (present(enabled)) enabled = flag /= 0
+    call release_runtime(r, owned)
+    call finish(s, c_null_ptr, stat, errmsg, 'ta_small_in_place')
+  end subroutine ta_small_in_place
+
   ! A report of the runtime's unfinished operations (those submitted while
   ! tracking was on): per operation its state, accesses, and what it waits
   ! for on which tensor. `format`: TA_DUMP_TEXT (default) or TA_DUMP_DOT

@@ -221,6 +221,52 @@ func TestStatsCountsExactly(t *testing.T) {
 	}
 }
 
+func TestSmallOperationsRunInPlaceUnlessDeferredOrTurnedOff(t *testing.T) {
+	rt, err := NewRuntime(2)
+	must(t, err)
+	defer rt.Close()
+	on := WithRuntime(rt)
+	x := mk(t)(Zeros(DTypeF64, 4))
+	defer x.Close()
+	inPlace, err := rt.SmallInPlace()
+	must(t, err)
+	if !inPlace {
+		t.Fatal("in place is off on a new runtime")
+	}
+	stats := func() Stats {
+		s, err := rt.Stats()
+		must(t, err)
+		return s
+	}
+	s0 := stats()
+	must(t, x.Fill(2, on))
+	s1 := stats() // no wait: it completed before Fill returned
+	if s1.TasksCompleted-s0.TasksCompleted != 1 || s1.Steals != s0.Steals {
+		t.Fatalf("a small fill in place: %+v then %+v", s0, s1)
+	}
+	must(t, x.Fill(3, on, WithDefer()))
+	must(t, rt.WaitIdle(-1))
+	s2 := stats()
+	if s2.TasksCompleted-s1.TasksCompleted != 1 || s2.Steals-s1.Steals != 1 {
+		t.Fatalf("a deferred fill: %+v then %+v", s1, s2)
+	}
+	must(t, rt.SetSmallInPlace(false))
+	if inPlace, err = rt.SmallInPlace(); err != nil || inPlace {
+		t.Fatalf("turned off: %v %v", inPlace, err)
+	}
+	must(t, x.Scale(2, on))
+	must(t, rt.WaitIdle(-1))
+	if s3 := stats(); s3.Steals-s2.Steals != 1 {
+		t.Fatalf("with in place off: %+v then %+v", s2, s3)
+	}
+	must(t, rt.SetSmallInPlace(true))
+	for _, v := range readF64(t, x) {
+		if v != 6 {
+			t.Fatalf("x = %v, want 6s", readF64(t, x))
+		}
+	}
+}
+
 func TestDumpNamesAnOperationBlockedBehindAWriteMapping(t *testing.T) {
 	rt, err := DefaultRuntime()
 	must(t, err)

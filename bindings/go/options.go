@@ -43,6 +43,12 @@ func WithTransfer() Option {
 	return func(c *submitConfig) { c.opts.flags |= SubmitTransfer; c.set = true }
 }
 
+// WithDefer hands the operation to the workers even when it is small and
+// ready, where it would run in place (see Runtime.SetSmallInPlace).
+func WithDefer() Option {
+	return func(c *submitConfig) { c.opts.flags |= SubmitDefer; c.set = true }
+}
+
 // WithEvent stores the operation's Event in *ev (close it when done with it).
 func WithEvent(ev **Event) Option { return func(c *submitConfig) { c.event = ev } }
 

@@ -42,6 +42,30 @@ func (r *Runtime) Threads() (int, error) {
 	return int(n), err
 }
 
+// SmallInPlace reports whether small library operations whose tensors are
+// idle run on the submitting goroutine's thread before the call returns
+// (the default), instead of on a worker.
+func (r *Runtime) SmallInPlace() (bool, error) {
+	var on C.int32_t
+	err := check(C.ta_runtime_small_in_place(r.h, &on))
+	runtime.KeepAlive(r)
+	return on != 0, err
+}
+
+// SetSmallInPlace lets small operations run in place (true) or sends every
+// operation to the workers (false). Such an operation (fill, scale, axpy,
+// copy, conj, dot, norm2, a full sum of at most 256 elements per operand; a
+// gemm of at most 8x8) costs less to run than to hand over; it never blocks.
+func (r *Runtime) SetSmallInPlace(on bool) error {
+	var e C.int32_t
+	if on {
+		e = 1
+	}
+	st := C.ta_runtime_set_small_in_place(r.h, e)
+	runtime.KeepAlive(r)
+	return check(st)
+}
+
 // Shutdown stops accepting work and drains or cancels (blocking until every
 // submitted operation has completed).
 func (r *Runtime) Shutdown(mode ShutdownMode) error {

@@ -986,6 +986,34 @@ void test_observability() {
 
 // Priorities: one worker held by a gated kernel; what waited meanwhile runs
 // highest priority first, equal priorities (and none) in submission order.
+// Small operations in place: a small fill on an idle tensor has completed
+// when the call returns and was not taken by a worker; deferred, or with
+// the runtime's switch off, a worker takes it.
+void test_in_place() {
+    ta::runtime rt(2);
+    ta::options o = ta::options().on(rt);
+    auto x = ta::tensor::zeros<double>({4});
+    rt.wait_idle();
+    CHECK(rt.small_in_place());
+    ta::stats s0 = rt.stats();
+    ta::fill(x, 2.0, o);
+    ta::stats s1 = rt.stats();  // no wait
+    CHECK(s1.tasks_completed - s0.tasks_completed == 1 && s1.steals == s0.steals);
+    ta::fill(x, 3.0, ta::options(o).defer());
+    rt.wait_idle();
+    ta::stats s2 = rt.stats();
+    CHECK(s2.tasks_completed - s1.tasks_completed == 1 && s2.steals - s1.steals == 1);
+    rt.set_small_in_place(false);
+    CHECK(!rt.small_in_place());
+    ta::scale(x, 2.0, o);
+    rt.wait_idle();
+    ta::stats s3 = rt.stats();
+    CHECK(s3.steals - s2.steals == 1);
+    rt.set_small_in_place(true);
+    CHECK(rt.small_in_place());
+    CHECK(x.to_vector<double>() == std::vector<double>(4, 6.0));
+}
+
 void test_priority() {
     auto rt = ta::runtime::create(1);
     gate g;
@@ -1037,6 +1065,7 @@ int main() {
     test_coroutine_mapping(rt);
 #endif
     test_observability();
+    test_in_place();
     test_priority();
     return finish("test_cpp");
 }

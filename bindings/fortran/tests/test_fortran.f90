@@ -325,6 +325,7 @@ contains
     type(ta_mapping) :: m
     type(ta_view) :: v
     type(ta_stats) :: s0, s1
+    logical :: flag
     type(ta_event) :: ev
     character(len=:), allocatable :: rep, trace
     character(len=200) :: msg
@@ -353,6 +354,24 @@ contains
         'stats: monotone counters')
     call ta_get(x, got)
     call check(all(got == 3.0_c_double), 'stats program result')
+
+    ! a small fill on an idle tensor runs in place (done at return, no
+    ! steal); with in place off, a worker takes the next one
+    call ta_small_in_place(enabled=flag, runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK .and. flag, 'in place: on by default')
+    call ta_stats_get(s0, runtime=rt)
+    call ta_fill(x, 5.0_c_double, runtime=rt)
+    call ta_stats_get(s1, runtime=rt)
+    call check(s1%tasks_completed - s0%tasks_completed == 1 .and. s1%steals == s0%steals, 'in place: done at return')
+    call ta_small_in_place(enable=.false., enabled=flag, runtime=rt)
+    call check(.not. flag, 'in place: turned off')
+    call ta_fill(x, 6.0_c_double, runtime=rt)
+    call ta_wait_idle(rt)
+    call ta_stats_get(s0, runtime=rt)
+    call check(s0%steals - s1%steals == 1, 'in place off: a worker took it')
+    call ta_small_in_place(enable=.true., runtime=rt)
+    call ta_get(x, got)
+    call check(all(got == 6.0_c_double), 'in place program result')
 
     ! a trace of a fill, a kernel and a scale names each exactly once
     call ta_zeros(q, TA_DTYPE_F64, [2, 2])

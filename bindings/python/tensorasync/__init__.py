@@ -31,7 +31,8 @@ __all__ = [
     "CudaError", "InternalError", "Event", "Tensor", "BlockArray", "zeros", "empty", "asarray",
     "wrap", "copy", "copyto", "fill", "scale", "axpy", "matmul", "gemm", "add_product", "einsum",
     "tensordot", "sum", "dot", "vdot", "norm", "potrf", "trsm", "syrk", "conj", "transpose",
-    "dtypes", "from_dlpack", "submit", "submit_native", "wait_all", "shutdown", "Stats", "trace_start",
+    "dtypes", "from_dlpack", "submit", "submit_native", "wait_all", "small_in_place", "shutdown", "Stats",
+    "trace_start",
     "trace_stop", "trace", "track", "dump", "stats", "__version__",
 ]
 
@@ -55,6 +56,28 @@ def wait_all(timeout=None) -> bool:
         from .errors import from_handle
         raise from_handle(st, errp[0])
     return True
+
+
+def small_in_place(enable=None) -> bool:
+    """Whether small library operations run on the calling thread: with ``enable``,
+    turn that on or off for the default runtime first; returns the setting in force.
+
+    On (the default), a small operation whose tensors are idle and unpoisoned (fill,
+    scale, axpy, copy, conj, dot, norm, a full sum, of at most 256 elements per operand;
+    a gemm of at most 8x8) runs before the call returns, because handing it to a worker
+    costs more than it does; it never blocks and runs no Python code. Off, every
+    operation goes to the workers (``stats().steals`` counts them)."""
+    from .errors import check
+    rt = _FFI.new("ta_runtime **")
+    check(_LIB.ta_runtime_default(rt))
+    try:
+        if enable is not None:
+            check(_LIB.ta_runtime_set_small_in_place(rt[0], 1 if enable else 0))
+        out = _FFI.new("int32_t *")
+        check(_LIB.ta_runtime_small_in_place(rt[0], out))
+        return bool(out[0])
+    finally:
+        _LIB.ta_runtime_free(rt[0])
 
 
 def shutdown(cancel=True) -> None:

@@ -117,6 +117,26 @@ def test_stats_count_submissions_completions_and_failures():
         x.wait()
 
 
+def test_small_operations_run_in_place_unless_turned_off():
+    assert ta.small_in_place() is True
+    x = ta.zeros(4)
+    ta.wait_all()
+    s0 = ta.stats()
+    ev = x.fill(2.0)
+    s1 = ta.stats()  # no wait: it completed before fill returned, on this thread
+    assert ev.done()
+    assert (s1.tasks_completed - s0.tasks_completed, s1.steals - s0.steals) == (1, 0)
+    try:
+        assert ta.small_in_place(False) is False
+        x.fill(3.0)
+        ta.wait_all()
+        s2 = ta.stats()
+        assert (s2.tasks_completed - s1.tasks_completed, s2.steals - s1.steals) == (1, 1)
+    finally:
+        assert ta.small_in_place(True) is True
+    np.testing.assert_array_equal(np.asarray(x), [3.0] * 4)
+
+
 def test_stats_pending_and_peak_behind_a_held_mapping():
     t = ta.zeros(4)
     ta.wait_all()
