@@ -182,7 +182,7 @@ impl Layout {
     /// assert!(Layout::contiguous(&[2, 3], Order::RowMajor).is_row_major_contiguous());
     /// ```
     pub fn is_row_major_contiguous(&self) -> bool {
-        self.same_strides_as(&Layout::contiguous(&self.extents, Order::RowMajor))
+        dense_in(&self.extents, &self.strides, Order::RowMajor)
     }
 
     /// Whether this is the dense column-major layout of its extents.
@@ -192,11 +192,7 @@ impl Layout {
     /// assert!(!Layout::contiguous(&[2, 3], Order::RowMajor).is_col_major_contiguous());
     /// ```
     pub fn is_col_major_contiguous(&self) -> bool {
-        self.same_strides_as(&Layout::contiguous(&self.extents, Order::ColMajor))
-    }
-
-    fn same_strides_as(&self, other: &Layout) -> bool {
-        self.extents.iter().zip(self.strides.iter().zip(&other.strides)).all(|(&e, (a, b))| e <= 1 || a == b)
+        dense_in(&self.extents, &self.strides, Order::ColMajor)
     }
 }
 
@@ -228,7 +224,7 @@ pub fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
 /// operand merged. Empty for a single element.
 pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     // Dense row-major operands (most of them) are one axis: no sort, no merge.
-    if strides.iter().all(|s| is_row_major_dense(extents, s)) {
+    if !extents.contains(&0) && strides.iter().all(|s| dense_in(extents, s, Order::RowMajor)) {
         let len: usize = extents.iter().product();
         let mut one = SmallVec::new();
         if len != 1 {
@@ -262,19 +258,21 @@ fn sorted_merged<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> S
     merged
 }
 
-/// Whether `strides` lay `extents` out densely in row-major order (unit
-/// innermost stride; an axis of extent 1 may have any stride), with at
-/// least one element.
+/// Whether `strides` are those of [`Layout::contiguous`] for `extents` in
+/// `order`, where an axis of extent 0 or 1 may have any stride (no layout is
+/// built to compare).
 #[inline]
-fn is_row_major_dense(extents: &[usize], strides: &[isize]) -> bool {
+fn dense_in(extents: &[usize], strides: &[isize], order: Order) -> bool {
     let mut want = 1isize;
-    for (&e, &s) in extents.iter().zip(strides).rev() {
-        if e == 0 || (e != 1 && s != want) {
-            return false;
-        }
-        want = want.wrapping_mul(e as isize);
+    let mut axis = |(&e, &s): (&usize, &isize)| {
+        let ok = e <= 1 || s == want;
+        want = want.saturating_mul(e.max(1) as isize);
+        ok
+    };
+    match order {
+        Order::RowMajor => extents.iter().zip(strides).rev().all(&mut axis),
+        Order::ColMajor => extents.iter().zip(strides).all(&mut axis),
     }
-    true
 }
 
 /// Call `f(base)` for every index of the `outer` axes (outermost first),
@@ -378,16 +376,20 @@ mod tests {
             if let Some(i) = ext.iter().position(|&e| e == 1) {
                 st[i] = 977;
             }
-            assert_eq!(is_row_major_dense(ext, &st), !ext.contains(&0), "{ext:?} {st:?}");
+            assert!(dense_in(ext, &st, Order::RowMajor), "{ext:?} {st:?}");
+            let col = Layout::contiguous(ext, Order::ColMajor);
+            assert!(col.is_col_major_contiguous(), "{ext:?}");
+            let both_ways = ext.iter().filter(|&&e| e > 1).count() <= 1;
+            assert_eq!(col.is_row_major_contiguous(), both_ways, "{ext:?}");
             assert_eq!(merged_axes(ext, [&st]), sorted_merged(ext, [&st]), "{ext:?}");
             assert_eq!(merged_axes(ext, [&st, &st]), sorted_merged(ext, [&st, &st]), "{ext:?}");
             checked += 1;
         }
         assert!(checked > 300);
         // Not dense: column-major, padded rows, a reversed axis.
-        assert!(!is_row_major_dense(&[2, 3], &[1, 2]));
-        assert!(!is_row_major_dense(&[2, 3], &[4, 1]));
-        assert!(!is_row_major_dense(&[2, 3], &[3, -1]));
+        assert!(!dense_in(&[2, 3], &[1, 2], Order::RowMajor));
+        assert!(!dense_in(&[2, 3], &[4, 1], Order::RowMajor));
+        assert!(!dense_in(&[2, 3], &[3, -1], Order::RowMajor));
     }
 
     /// Planes visit exactly the elements runs visit, for dense, strided,
