@@ -388,11 +388,9 @@ contains
     character(len=*), intent(inout), optional :: errmsg
     type(c_ptr) :: r
     logical :: owned
-    integer(c_int32_t) :: s, flag
-    flag = 0
-    if (enable) flag = 1
+    integer(c_int32_t) :: s
     call runtime_ptr(runtime, r, owned, s)
-    if (s == TA_STATUS_OK) s = c_ta_runtime_track(r, flag)
+    if (s == TA_STATUS_OK) s = c_ta_runtime_track(r, merge(1_c_int32_t, 0_c_int32_t, enable))
     call release_runtime(r, owned)
     call finish(s, c_null_ptr, stat, errmsg, 'ta_track')
   end subroutine ta_track
@@ -410,11 +408,8 @@ contains
     logical :: owned
     integer(c_int32_t) :: s, flag
     call runtime_ptr(runtime, r, owned, s)
-    if (s == TA_STATUS_OK .and. present(enable)) then
-      flag = 0
-      if (enable) flag = 1
-      s = c_ta_runtime_set_small_in_place(r, flag)
-    end if
+    if (s == TA_STATUS_OK .and. present(enable)) &
+      s = c_ta_runtime_set_small_in_place(r, merge(1_c_int32_t, 0_c_int32_t, enable))
     flag = 0
     if (s == TA_STATUS_OK) s = c_ta_runtime_small_in_place(r, flag)
     if (present(enabled)) enabled = flag /= 0

@@ -126,3 +126,11 @@ func goString(f func(buf *C.char, cap C.size_t, length *C.size_t) C.ta_status) s
 	}
 	return C.GoStringN(&big[0], C.int(n))
 }
+
+// cFlag is a Go bool as the C API's int32_t flags take it (1 or 0).
+func cFlag(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -54,11 +54,7 @@ func (r *Runtime) TraceStop(path string) error {
 // name it (about a microsecond per operation; off, nothing). Operations
 // submitted while it was off are not listed.
 func (r *Runtime) Track(enable bool) error {
-	var e C.int32_t
-	if enable {
-		e = 1
-	}
-	st := C.ta_runtime_track(r.h, e)
+	st := C.ta_runtime_track(r.h, cFlag(enable))
 	runtime.KeepAlive(r)
 	return check(st)
 }

@@ -179,13 +179,9 @@ func Sum(out, x *Tensor, axes []int, opts ...Option) error {
 
 // Dot sets a 0-d out to sum(conj(x)·y) if conjugate, else sum(x·y).
 func Dot(out, x, y *Tensor, conjugate bool, opts ...Option) error {
-	var cj C.int32_t
-	if conjugate {
-		cj = 1
-	}
 	sc := configure(opts)
 	r := new(callOut)
-	st := C.ta_dot(out.h, x.h, y.h, cj, sc.ptr(), sc.eventOut(&r.ev), &r.err)
+	st := C.ta_dot(out.h, x.h, y.h, cFlag(conjugate), sc.ptr(), sc.eventOut(&r.ev), &r.err)
 	err := sc.finish(st, r.ev, r.err)
 	runtime.KeepAlive(sc.keep)
 	runtime.KeepAlive(out)

@@ -57,11 +57,7 @@ func (r *Runtime) SmallInPlace() (bool, error) {
 // copy, conj, dot, norm2, a full sum of at most 256 elements per operand; a
 // gemm of at most 8x8) costs less to run than to hand over; it never blocks.
 func (r *Runtime) SetSmallInPlace(on bool) error {
-	var e C.int32_t
-	if on {
-		e = 1
-	}
-	st := C.ta_runtime_set_small_in_place(r.h, e)
+	st := C.ta_runtime_set_small_in_place(r.h, cFlag(on))
 	runtime.KeepAlive(r)
 	return check(st)
 }
