@@ -27,12 +27,12 @@ pub(crate) fn prefetch_for_write(p: *const u8) {
 }
 #[cfg(not(loom))]
 pub(crate) mod atomic {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
 }
 
 #[cfg(loom)]
 pub(crate) mod atomic {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU16, AtomicU32};
     pub(crate) use std::sync::atomic::Ordering;
 }
 

@@ -13,6 +13,12 @@
  * wrapped memory ran exactly once, after every operation that accessed A had
  * completed, and saw A's final values. Under valgrind (the sysalloc build)
  * the whole run must be free of leaks.
+ *
+ * First, the order of reports in two steps, deterministically: an operation
+ * T3 waits for T1 (on a wrapped tensor W) and for T2 (on D). T1 finishes
+ * first; its callback lets T2 finish and then watches for half a second.
+ * T3, made ready by T2's finish, must not start before T1's callback has
+ * returned, and W's release (behind T3) must come after it too.
  */
 #include "check.h"
 
@@ -73,7 +79,78 @@ static long callbacks_fired(void) {
     return s;
 }
 
+/* ---- successors start after their predecessors' reports ---------------- */
+
+static gate t1_gate, t2_gate;
+static ta_event *t2_event;
+static long t1_callback_returned, t3_started, t3_saw_callback_returned = -1, w_released_after_callback = -1;
+
+/* T1's callback: let T2 finish, wait until it has, then give T3 half a
+ * second in which it must not start. */
+static void t1_callback(ta_status status, void *userdata) {
+    (void)status; (void)userdata;
+    gate_open(&t2_gate);
+    double deadline = now_s() + 60;
+    while (ta_event_poll(t2_event) == TA_STATUS_PENDING && now_s() < deadline) sleep_ms(1);
+    deadline = now_s() + 0.5;
+    while (!atomic_get(&t3_started) && now_s() < deadline) sleep_ms(1);
+    atomic_set(&t1_callback_returned, 1);
+}
+
+static ta_status t3_kernel(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) {
+    (void)v; (void)n; (void)ud; (void)ctx;
+    atomic_set(&t3_saw_callback_returned, atomic_get(&t1_callback_returned));
+    atomic_set(&t3_started, 1);
+    return TA_STATUS_OK;
+}
+
+static void release_w(void *userdata, void *data) {
+    (void)userdata;
+    atomic_set(&w_released_after_callback, atomic_get(&t1_callback_returned));
+    free(data);
+}
+
+static void successors_start_after_reports(void) {
+    ta_runtime *r = NULL;
+    MUST(ta_runtime_new(2, &r, NULL));
+    gate_init(&t1_gate);
+    gate_init(&t2_gate);
+    size_t m = 4;
+    double *wmem = calloc(m, sizeof(double));
+    ta_tensor *W = NULL, *D = zeros1(TA_DTYPE_F64, m);
+    MUST(ta_tensor_wrap(TA_DTYPE_F64, 1, &m, NULL, TA_ORDER_ROW_MAJOR, wmem, release_w, NULL, &W, NULL));
+
+    ta_submit o = on_runtime(r);
+    o.callback = t1_callback;
+    ta_access a1 = { W, TA_MODE_READ };
+    MUST(ta_kernel_submit(gate_kernel, &t1_gate, "T1", &a1, 1, &o, NULL, NULL));
+    o = on_runtime(r);
+    ta_access a2 = { D, TA_MODE_UPDATE };
+    MUST(ta_kernel_submit(gate_kernel, &t2_gate, "T2", &a2, 1, &o, &t2_event, NULL));
+    CHECK(gate_await_entered(&t1_gate, 1, 60) && gate_await_entered(&t2_gate, 1, 60),
+          "T1 and T2 did not both start");
+    ta_access a3[2] = { { W, TA_MODE_UPDATE }, { D, TA_MODE_READ } };
+    ta_event *t3_event = NULL;
+    MUST(ta_kernel_submit(t3_kernel, NULL, "T3", a3, 2, &o, &t3_event, NULL));
+    MUST(ta_tensor_free(W)); /* the release goes behind T3 */
+    gate_open(&t1_gate);
+    CHECK_STATUS(wait_event(t3_event, 60), TA_STATUS_OK);
+    MUST(ta_runtime_free(r));
+    CHECK(atomic_get(&t3_saw_callback_returned) == 1,
+          "T3 started before the callback of its predecessor T1 had returned (it saw %ld)",
+          atomic_get(&t3_saw_callback_returned));
+    CHECK(atomic_get(&w_released_after_callback) == 1,
+          "the wrapped tensor was released before the callback of an operation on it had returned (%ld)",
+          atomic_get(&w_released_after_callback));
+    ta_event_free(t2_event);
+    ta_event_free(t3_event);
+    ta_tensor_free(D);
+    gate_destroy(&t1_gate);
+    gate_destroy(&t2_gate);
+}
+
 int main(void) {
+    successors_start_after_reports();
     size_t m = M;
     double a0[M], ra[M], rb[M], rc[M], host_b[M], host_c[M];
     gate_init(&g);

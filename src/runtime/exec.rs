@@ -2,14 +2,15 @@
 //!
 //! The order of a task's last steps is fixed: commit (poison or clean what it
 //! wrote), then release its accesses (the task counts as finished on every
-//! queue; successors it made ready are collected, not yet run), then mark its
-//! event complete, then fire its callbacks and completion entry, then drop
-//! its operands, and only then run or schedule the successors it made ready.
-//! So when any notification of an operation is observed, the operation is
-//! complete in every way (its event polls the outcome, a zero-timeout wait on
-//! a tensor whose last operation it was returns that outcome), a successor
-//! that this task released never reports its completion before it, and a
-//! runtime drains only after every callback has fired.
+//! queue), then mark its event complete, then tell the waits behind it, then
+//! fire its callbacks and completion entry, then tell its other successors
+//! (see `task::Finished`), then drop its operands, and only then run or
+//! schedule the successors that became ready. So when any notification of an
+//! operation is observed, the operation is complete in every way (its event
+//! polls the outcome, a zero-timeout wait on a tensor whose last operation it
+//! was returns that outcome), no successor of it starts (so none reports its
+//! completion) before it has reported, and a runtime drains only after every
+//! callback has fired.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -76,7 +77,7 @@ fn execute(task: &Arc<Task>) -> ReadyList {
     }
     let Some(work) = slot.as_mut() else {
         // Unreachable: only the thread that made the task ready runs it.
-        return task.finish();
+        return task.finish().tell_all();
     };
     let mut cx = RunCtx { waits: task.take_waits(), issued: None, deferred: None };
     // The token of an external operation that fails before it starts.
@@ -208,7 +209,7 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
         // The count goes after the task has finished (its value may go with
         // it, frontier and all).
         Job::Release(_) => {
-            let ready = task.finish();
+            let ready = task.finish().tell_all();
             *slot = None;
             return ready;
         }
@@ -218,11 +219,13 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     }
     // The accesses go first: once any notification is seen, a wait on a
     // value sees this task finished.
-    let mut ready = task.finish();
+    let mut finished = task.finish();
     // The event is marked before the waits behind this task complete, so a
     // readiness event or wait that sees this task done also sees its event
     // done.
     let attached = completion.as_ref().map(|c| c.mark(&result));
+    let mut ready = ReadyList::new();
+    finished.tell_waits(&mut ready);
     if task.runtime().is_some() {
         // Waits that this task made ready complete before its callbacks: a
         // thread blocked in a wait behind this task is released before they
@@ -233,6 +236,8 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     if let Some(c) = completion {
         c.notify(attached.unwrap_or_default(), &result);
     }
+    // The other successors only now: none starts before this report.
+    finished.tell_rest(&mut ready);
     // An operation's operands (and wrapped memory with its release hook)
     // live until its completion has been reported. (Dropped in place.)
     *slot = None;

@@ -28,7 +28,7 @@ use super::body::{InlineBody, Room, TaskBody};
 pub(crate) use super::device_work::Issue;
 use super::trace::TaskTrace;
 use super::work::{Completion, Job, Parked, Work};
-use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
 use crate::sync::{prefetch_for_write, Mutex};
 
 /// Room for successors once a task has more than one (see `depend_on`).
@@ -36,6 +36,66 @@ const SPILLED_SUCCESSORS: usize = 8;
 
 /// Tasks that became ready together.
 pub(crate) type ReadyList = SmallVec<[Arc<Task>; 4]>;
+
+/// The successors of a task that has finished, to be told in two steps.
+///
+/// Waits (tasks that only report what they waited for) are told first, so
+/// that a thread blocked in a wait behind the task is released before the
+/// task's callbacks run. The others are told after them: a successor then
+/// starts only after the completion of every predecessor it has an edge
+/// from has been reported, whichever predecessor is the last, and so the
+/// reports follow the edges through any chain. (Told with the waits, a
+/// successor made ready by another predecessor could run and report while
+/// this one was still between its finish and its callbacks; a wrapped
+/// tensor's release behind the chain then ran before that callback.)
+#[must_use = "the successors wait until they are told"]
+pub(crate) struct Finished {
+    list: SmallVec<[Arc<Task>; 1]>,
+    /// How many of `list`'s first entries are waits.
+    waits: usize,
+    /// Same-device successors met early (see [`DeviceLink`]), whose hold
+    /// this task's finish drops.
+    early: SmallVec<[Arc<Task>; 1]>,
+}
+
+impl Finished {
+    /// Tell the waits; those that became ready join `ready`.
+    pub(crate) fn tell_waits(&mut self, ready: &mut ReadyList) {
+        if self.waits > 0 {
+            for t in self.list.drain(..self.waits) {
+                if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    ready.push(t);
+                }
+            }
+            self.waits = 0;
+        }
+    }
+
+    /// Tell every successor not told yet; those that became ready join `ready`.
+    pub(crate) fn tell_rest(self, ready: &mut ReadyList) {
+        for t in self.list {
+            if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                ready.push(t);
+            }
+        }
+        // Every device task issues before it finishes (see exec), so the
+        // early successors' pending counts were released then.
+        for t in self.early {
+            if t.release_hold() {
+                ready.push(t);
+            }
+        }
+    }
+
+    /// Tell every successor at once (a task that reports nothing); those
+    /// that became ready.
+    pub(crate) fn tell_all(mut self) -> ReadyList {
+        let mut ready = ReadyList::new();
+        self.tell_waits(&mut ready);
+        self.tell_rest(&mut ready);
+        ready
+    }
+}
 
 /// The tasks waiting for this one. Whether it has finished is `Task::done`,
 /// which is written under this lock and so can be read under it with a
@@ -57,6 +117,13 @@ pub(crate) struct Task {
     successors: Mutex<Successors>,
     /// Set (under the successors lock) when the task finishes; read without it.
     done: AtomicBool,
+    /// Whether the task is a wait (see [`Finished`]); fixed at creation.
+    is_wait: bool,
+    /// How many of the successor list's first entries are waits (see
+    /// [`Finished`]); changed under the successors lock. In the padding
+    /// beside `done`: a count inside the lock would take the task past the
+    /// first line.
+    waits: AtomicU16,
     /// Edges from predecessors added while the task is enrolled; only the
     /// enrolling thread touches it (see [`Task::release_guard`]).
     edges: AtomicU32,
@@ -211,7 +278,8 @@ impl Task {
         device: Option<u32>,
     ) -> Arc<Task> {
         let mut task = memory.0;
-        let p = Task::init_header(&mut task, runtime, device, 0);
+        let is_wait = matches!(work.job, Job::Barrier(..));
+        let p = Task::init_header(&mut task, runtime, device, 0, is_wait);
         // SAFETY: `init_header` wrote every field but the work and the room
         // (which holds nothing here); the work is written now.
         unsafe {
@@ -236,7 +304,7 @@ impl Task {
     ) -> Arc<Task> {
         let completion = completion.boxed();
         let mut task = memory.0;
-        let p = Task::init_header(&mut task, runtime, device, priority);
+        let p = Task::init_header(&mut task, runtime, device, priority, false);
         // SAFETY: `init_header` wrote every field but the work and the room;
         // the room, empty, receives the body owned by the job written into
         // the work, and the task owns both.
@@ -250,13 +318,15 @@ impl Task {
 
     /// Write every field of the new task in `task` except its work and its
     /// room, which the caller writes before `assume_init`; returns the task's
-    /// address. `priority`: its rank among ready tasks (see `Submit::priority`).
+    /// address. `priority`: its rank among ready tasks (see `Submit::priority`);
+    /// `is_wait`: whether it is a wait (see [`Finished`]).
     #[inline(always)]
     fn init_header(
         task: &mut Arc<MaybeUninit<Task>>,
         runtime: Option<RuntimeRef>,
         device: Option<u32>,
         priority: i32,
+        is_wait: bool,
     ) -> *mut Task {
         let link =
             device.map(|ordinal| Box::new(DeviceLink { ordinal, holds: AtomicU32::new(1), state: Default::default() }));
@@ -276,6 +346,8 @@ impl Task {
         unsafe {
             std::ptr::addr_of_mut!((*p).successors).write(Mutex::new(Successors { list: SmallVec::new() }));
             std::ptr::addr_of_mut!((*p).done).write(AtomicBool::new(false));
+            std::ptr::addr_of_mut!((*p).is_wait).write(is_wait);
+            std::ptr::addr_of_mut!((*p).waits).write(AtomicU16::new(0));
             std::ptr::addr_of_mut!((*p).edges).write(AtomicU32::new(0));
             std::ptr::addr_of_mut!((*p).runtime).write(runtime);
             std::ptr::addr_of_mut!((*p).link).write(link);
@@ -368,6 +440,17 @@ impl Task {
                 s.list.reserve_exact(SPILLED_SUCCESSORS);
             }
             s.list.push(self.clone());
+            // Waits go first (see `Finished`): swapped into place, so that
+            // many waits cost no shifting. Past the count's range, a wait
+            // stays among the others (it is told after the callbacks).
+            if self.is_wait {
+                let waits = pred.waits.load(Ordering::Relaxed);
+                if waits < u16::MAX {
+                    let last = s.list.len() - 1;
+                    s.list.swap(usize::from(waits), last);
+                    pred.waits.store(waits + 1, Ordering::Relaxed);
+                }
+            }
         }
     }
 
@@ -484,37 +567,25 @@ impl Task {
         self.done.load(Ordering::Acquire)
     }
 
-    /// Mark finished and hand each successor its dependency; returns the ones
-    /// that became ready.
-    pub(crate) fn finish(&self) -> ReadyList {
-        let list = {
+    /// Mark finished: the task's accesses are released (later enrollments
+    /// and waits see it done). Its successors are returned to be told (see
+    /// [`Finished`]).
+    pub(crate) fn finish(&self) -> Finished {
+        let (list, waits) = {
             let mut s = self.successors.lock();
             self.done.store(true, Ordering::Release);
-            std::mem::take(&mut s.list)
+            (std::mem::take(&mut s.list), usize::from(self.waits.load(Ordering::Relaxed)))
         };
-        let mut ready = ReadyList::new();
-        for t in list {
-            if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                ready.push(t);
-            }
-        }
-        if let Some(link) = &self.link {
-            let early = {
+        let early = match &self.link {
+            Some(link) => {
                 let mut s = link.state.lock();
                 s.finished = true;
                 std::mem::take(&mut s.early)
-            };
-            // Every device task issues before it finishes (see exec), so the
-            // early successors' pending counts were released then.
-            for t in early {
-                if t.release_hold() {
-                    ready.push(t);
-                }
             }
-        }
-        ready
+            None => SmallVec::new(),
+        };
+        Finished { list, waits, early }
     }
-
     /// Whether `target` is `self` or (transitively) waits for `self`. Used to
     /// refuse a blocking wait that could never finish.
     pub(crate) fn reaches(&self, target: &Arc<Task>) -> bool {

@@ -46,16 +46,16 @@ mod guard {
             assert!(p.release_guard());
         }
         assert!(done_already.release_guard());
-        assert!(done_already.finish().is_empty());
+        assert!(done_already.finish().tell_all().is_empty());
         let me = task(&t);
         me.depend_on(&done_already); // finished: no edge
         for p in &preds {
             me.depend_on(p);
         }
-        assert!(preds[0].finish().is_empty(), "two edges and the guard are left");
+        assert!(preds[0].finish().tell_all().is_empty(), "two edges and the guard are left");
         assert!(!me.release_guard(), "two edges are left");
-        assert!(preds[1].finish().is_empty(), "one edge is left");
-        let ready = preds[2].finish();
+        assert!(preds[1].finish().tell_all().is_empty(), "one edge is left");
+        let ready = preds[2].finish().tell_all();
         assert!(ready.len() == 1 && Arc::ptr_eq(&ready[0], &me));
 
         // Every edge gone before the guard: the guard's release makes it ready.
@@ -63,12 +63,48 @@ mod guard {
         assert!(p.release_guard());
         let me = task(&t);
         me.depend_on(&p);
-        assert!(p.finish().is_empty());
+        assert!(p.finish().tell_all().is_empty());
         assert!(me.release_guard());
         // No edge at all.
         let alone = task(&t);
         alone.depend_on(&alone);
         assert!(alone.release_guard());
+    }
+
+    /// A finished task's waits are told first, wherever they were added
+    /// among its other successors; the others only when told separately
+    /// (after the task's callbacks, see `Finished`). Each successor is told
+    /// once.
+    #[test]
+    fn waits_are_told_before_the_other_successors() {
+        use crate::region::Region;
+        use crate::runtime::event::Event;
+        use crate::runtime::exec;
+        use crate::tensor::value::ValueRc;
+        let t = scalar();
+        let wait = || exec::barrier(ValueRc::new(t.root().clone()), Region::Full, Event::new());
+        let p = task(&t);
+        assert!(p.release_guard());
+        // others and waits interleaved: o w o w w o
+        let succ = [task(&t), wait(), task(&t), wait(), wait(), task(&t)];
+        for s in &succ {
+            s.depend_on(&p);
+            assert!(!s.release_guard(), "one edge is left");
+        }
+        let mut finished = p.finish();
+        assert!(p.is_done(), "finished before any successor is told");
+        let (mut waits, mut others) = (Default::default(), Default::default());
+        finished.tell_waits(&mut waits);
+        finished.tell_rest(&mut others);
+        let is = |list: &[Arc<crate::runtime::task::Task>], want: &[usize]| {
+            list.len() == want.len() && want.iter().all(|&i| list.iter().any(|t| Arc::ptr_eq(t, &succ[i])))
+        };
+        assert!(is(&waits, &[1, 3, 4]), "the waits, and only they, are told first");
+        assert!(is(&others, &[0, 2, 5]), "the others when told separately");
+        // Finished with no edge left: a later successor needs none.
+        let late = wait();
+        late.depend_on(&p);
+        assert!(late.release_guard());
     }
 
     /// Predecessors finishing on other threads while the guard goes: the
@@ -93,7 +129,7 @@ mod guard {
                     let start = start.clone();
                     std::thread::spawn(move || {
                         start.wait();
-                        p.finish().len()
+                        p.finish().tell_all().len()
                     })
                 })
                 .collect();
@@ -154,15 +190,15 @@ mod queue {
         for t in [&r1, &x, &r2, &w2, &b] {
             assert!(!t.release_guard());
         }
-        assert!(e.finish().is_empty());
-        assert!(same(&w1.finish(), &[&r1, &x]));
-        assert!(same(&x.finish(), &[&r2]));
-        assert!(r1.finish().is_empty());
+        assert!(e.finish().tell_all().is_empty());
+        assert!(same(&w1.finish().tell_all(), &[&r1, &x]));
+        assert!(same(&x.finish().tell_all(), &[&r2]));
+        assert!(r1.finish().tell_all().is_empty());
         assert!(!q.is_idle());
-        assert!(same(&r2.finish(), &[&w2]));
-        assert!(same(&w2.finish(), &[&b]));
+        assert!(same(&r2.finish().tell_all(), &[&w2]));
+        assert!(same(&w2.finish().tell_all(), &[&b]));
         assert!(!q.is_idle());
-        assert!(b.finish().is_empty());
+        assert!(b.finish().tell_all().is_empty());
         assert!(q.is_idle());
     }
 
@@ -191,11 +227,11 @@ mod queue {
         for t in [&x2, &x3, &r] {
             assert!(!t.release_guard());
         }
-        assert!(same(&x1.finish(), &[&x2]));
-        assert!(same(&x2.finish(), &[&x3]));
-        assert!(x3.finish().is_empty());
-        assert!(same(&y.finish(), &[&r]));
-        assert!(r.finish().is_empty());
+        assert!(same(&x1.finish().tell_all(), &[&x2]));
+        assert!(same(&x2.finish().tell_all(), &[&x3]));
+        assert!(x3.finish().tell_all().is_empty());
+        assert!(same(&y.finish().tell_all(), &[&r]));
+        assert!(r.finish().tell_all().is_empty());
         assert!(q.is_idle());
     }
 }

@@ -63,7 +63,11 @@ const ta_order = UInt32
 # entry has been posted (if its timeout ends first, it returns the operation's status all the
 # same); inside a callback or a kernel it returns as soon as the status is known.
 # `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after every callback of the
-# runtime's operations has returned.
+# runtime's operations has returned. An operation that was submitted while this one was
+# unfinished and waits for it (it reads what this one writes, or writes what this one accesses)
+# starts only after these callbacks have returned and the entry has been posted, even when
+# another operation it waits for finishes later: so dependent operations report in order, and
+# wrapped memory given back behind them (see `ta_release_fn`) comes after those reports.
 const ta_callback = Ptr{Cvoid}
 
 # One entry taken from a completion queue. `error` is NULL on success; otherwise it is a new
@@ -210,7 +214,9 @@ end
 
 # Called exactly once, after the last access, to give wrapped memory back, on the thread that
 # lets the memory go (a worker, or the thread that frees the last handle), never while the
-# library holds a lock. It must not call back into the library for the tensor it releases; use
+# library holds a lock. When the last handle is freed while operations on the tensor are queued
+# or running, it is called after their completions (callbacks, completion entries) have been
+# reported. It must not call back into the library for the tensor it releases; use
 # `ta_tensor_wrap_ex` with a completion queue to avoid running code on a library thread.
 const ta_release_fn = Ptr{Cvoid}
 
