@@ -498,11 +498,13 @@ typedef struct ta_dl_managed_tensor {
  * Called exactly once, after the last access, to give wrapped memory back,
  * on the thread that lets the memory go (a worker, or the thread that frees
  * the last handle), never while the library holds a lock. When the last
- * handle is freed while operations on the tensor are queued or running, it
- * is called after their completions (callbacks, completion entries) have
- * been reported. It must not call back into the library for the tensor it
- * releases; use `ta_tensor_wrap_ex` with a completion queue to avoid
- * running code on a library thread.
+ * handle is freed while operations on the tensor are queued or their
+ * kernels are running, it is called after their completions (callbacks,
+ * completion entries) have been reported. (An operation whose callbacks
+ * are already running when the handle is freed has released its accesses:
+ * the release may then run beside those callbacks.) It must not call back
+ * into the library for the tensor it releases; use `ta_tensor_wrap_ex`
+ * with a completion queue to avoid running code on a library thread.
  */
 typedef void (*ta_release_fn)(void *userdata, void *data);
 
