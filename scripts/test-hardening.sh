@@ -65,7 +65,8 @@ loom() {
   part "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:=3}; at most 3 minutes each)"
   RUSTFLAGS="--cfg loom" cargo test -p tensorasync --release --lib --target-dir target/loom --no-run
   local m
-  for m in loom_epoch_queue_enrollment loom_epoch_queue_release_mid_flight loom_event_completion_and_callbacks; do
+  for m in loom_epoch_queue_enrollment loom_epoch_queue_release_mid_flight loom_event_completion_and_callbacks \
+    loom_reports_follow_the_edges; do
     RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS timeout 180 \
       cargo test -p tensorasync --release --lib --target-dir target/loom "runtime::loom_models::$m" -- --exact --nocapture
   done

@@ -20,8 +20,9 @@
 //! count's AcqRel transitions give (loom checks those transitions, not the
 //! cell's accesses).
 //!
-//! Each model has three submitting threads and one worker, and counts the
-//! interleavings it explored (printed at the end).
+//! Each model but the last has three submitting threads and one worker;
+//! the last has two workers. Each counts the interleavings it explored
+//! (printed at the end).
 
 use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
@@ -343,6 +344,66 @@ fn loom_event_completion_and_callbacks() {
         check(&ef, true, "at the end");
         check(&ew, false, "at the end");
         assert!(q.lock().is_idle());
+        bad.assert_none();
+    });
+}
+
+/// The order of reports through a task with two predecessors: T1 updates
+/// A, T2 updates B, T3 reads both (stand-ins for operations with
+/// callbacks, see `Task::report_as_operation`), T3 enrolled while both
+/// are unfinished (the case `ta_callback`'s promise covers); T1 and T2 run
+/// on two workers, and T3 runs on whichever finishes last. Whichever that is, T3's
+/// callback (and so T3 itself, which a task's successor starts after) comes
+/// after the callbacks of both T1 and T2: a task tells its successors only
+/// after its own callbacks (`task::Finished`). Told with its waits, T3 could
+/// run and report on T2's worker while T1's worker was between T1's finish
+/// and its callback.
+#[test]
+fn loom_reports_follow_the_edges() {
+    let a = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap();
+    let b = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap();
+    run_model("reports_follow_the_edges", move || {
+        let (qa, qb): (Queue, Queue) = Default::default();
+        let events: Vec<Event> = (0..3).map(|_| Event::new()).collect();
+        let tasks: Vec<Arc<Task>> = [&a, &b, &a]
+            .iter()
+            .zip(&events)
+            .map(|(t, e)| {
+                let mut task = task_for(t, e);
+                Task::report_as_operation(&mut task);
+                task
+            })
+            .collect();
+        let reported = Arc::new([(); 3].map(|_| loom::sync::atomic::AtomicBool::new(false)));
+        let bad = Violations::default();
+        for (i, e) in events.iter().enumerate() {
+            let (reported, bad) = (reported.clone(), bad.clone());
+            e.on_complete(Box::new(move |_| {
+                if i == 2 {
+                    for k in 0..2 {
+                        bad.check(reported[k].load(loom::sync::atomic::Ordering::Acquire), || {
+                            format!("T3 reported before the callback of its predecessor T{}", k + 1)
+                        });
+                    }
+                }
+                reported[i].store(true, loom::sync::atomic::Ordering::Release);
+            }));
+        }
+        let stamp = |q: &Queue| q.lock().next_stamp();
+        let (sa, sb) = (stamp(&qa), stamp(&qb));
+        qa.lock().enroll(&tasks[0], Mode::Update, &Region::Full, sa, false);
+        qb.lock().enroll(&tasks[1], Mode::Update, &Region::Full, sb, false);
+        qa.lock().enroll(&tasks[2], Mode::Read, &Region::Full, sa + 1, false);
+        qb.lock().enroll(&tasks[2], Mode::Read, &Region::Full, sb + 1, false);
+        assert!(tasks[0].release_guard() && tasks[1].release_guard());
+        assert!(!tasks[2].release_guard(), "T3 waits for T1 and T2");
+        let workers: Vec<_> = tasks[..2].iter().cloned().map(|t| loom::thread::spawn(move || exec::run(t))).collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        for (i, r) in reported.iter().enumerate() {
+            assert!(r.load(loom::sync::atomic::Ordering::Relaxed), "T{} reported", i + 1);
+        }
         bad.assert_none();
     });
 }

@@ -378,6 +378,14 @@ impl Task {
         let _ = (task, trace);
     }
 
+    /// Make a wait's task, which no other thread holds yet, tell and be told
+    /// as an operation: a stand-in for an operation with callbacks in the
+    /// loom models, which run no runtime.
+    #[cfg(all(test, loom))]
+    pub(crate) fn report_as_operation(task: &mut Arc<Task>) {
+        Arc::get_mut(task).expect("a task no other thread holds").is_wait = false;
+    }
+
     /// Its priority among ready tasks (0 unless submitted with one).
     #[inline(always)]
     pub(crate) fn priority(&self) -> i32 {
