@@ -352,12 +352,12 @@ fn loom_event_completion_and_callbacks() {
 /// A, T2 updates B, T3 reads both (stand-ins for operations with
 /// callbacks, see `Task::report_as_operation`), T3 enrolled while both
 /// are unfinished (the case `ta_callback`'s promise covers); T1 and T2 run
-/// on two workers, and T3 runs on whichever finishes last. Whichever that is, T3's
-/// callback (and so T3 itself, which a task's successor starts after) comes
-/// after the callbacks of both T1 and T2: a task tells its successors only
-/// after its own callbacks (`task::Finished`). Told with its waits, T3 could
-/// run and report on T2's worker while T1's worker was between T1's finish
-/// and its callback.
+/// on two workers, and T3 runs on whichever finishes last. Whichever that
+/// is, T3's callback (and so T3 itself, which a task's successor starts
+/// after) comes after the callbacks of both T1 and T2: a task tells its
+/// successors only after its own callbacks (`task::Finished`). Told with
+/// its waits, T3 could run and report on T2's worker while T1's worker was
+/// between T1's finish and its callback.
 #[test]
 fn loom_reports_follow_the_edges() {
     let a = Tensor::zeros(DType::F64, &[1], Order::RowMajor, Domain::Host).unwrap();

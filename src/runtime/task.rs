@@ -63,7 +63,7 @@ impl Finished {
     pub(crate) fn tell_waits(&mut self, ready: &mut ReadyList) {
         if self.waits > 0 {
             for t in self.list.drain(..self.waits) {
-                if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                if t.take_edge() {
                     ready.push(t);
                 }
             }
@@ -74,7 +74,7 @@ impl Finished {
     /// Tell every successor not told yet; those that became ready join `ready`.
     pub(crate) fn tell_rest(self, ready: &mut ReadyList) {
         for t in self.list {
-            if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if t.take_edge() {
                 ready.push(t);
             }
         }
@@ -515,11 +515,18 @@ impl Task {
             if let Some(i) = &issue {
                 t.link.as_ref().expect("early successors are device tasks").state.lock().waits.push(i.clone());
             }
-            if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if t.take_edge() {
                 ready.push(t);
             }
         }
         ready
+    }
+
+    /// Drop one predecessor's edge (it finished, or a device predecessor
+    /// issued); true if the task is now ready to run.
+    #[inline]
+    fn take_edge(&self) -> bool {
+        self.pending.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
     /// Drop one completion hold (the task's own device outcome, or a
@@ -594,6 +601,7 @@ impl Task {
         };
         Finished { list, waits, early }
     }
+
     /// Whether `target` is `self` or (transitively) waits for `self`. Used to
     /// refuse a blocking wait that could never finish.
     pub(crate) fn reaches(&self, target: &Arc<Task>) -> bool {

@@ -2,6 +2,15 @@
 //! itself knows only its `Waiter` trait), and the size budgets of the hot
 //! structures.
 
+use std::sync::Arc;
+
+use crate::runtime::task::Task;
+
+/// Whether `a` holds exactly the tasks of `b`, in any order.
+fn same(a: &[Arc<Task>], b: &[&Arc<Task>]) -> bool {
+    a.len() == b.len() && b.iter().all(|x| a.iter().any(|y| Arc::ptr_eq(x, y)))
+}
+
 mod size_budgets {
     use std::mem::size_of;
 
@@ -24,6 +33,7 @@ mod size_budgets {
 mod guard {
     use std::sync::{Arc, Barrier};
 
+    use super::same;
     use crate::domain::Domain;
     use crate::dtype::DType;
     use crate::layout::Order;
@@ -96,11 +106,8 @@ mod guard {
         let (mut waits, mut others) = (Default::default(), Default::default());
         finished.tell_waits(&mut waits);
         finished.tell_rest(&mut others);
-        let is = |list: &[Arc<crate::runtime::task::Task>], want: &[usize]| {
-            list.len() == want.len() && want.iter().all(|&i| list.iter().any(|t| Arc::ptr_eq(t, &succ[i])))
-        };
-        assert!(is(&waits, &[1, 3, 4]), "the waits, and only they, are told first");
-        assert!(is(&others, &[0, 2, 5]), "the others when told separately");
+        assert!(same(&waits, &[&succ[1], &succ[3], &succ[4]]), "the waits, and only they, are told first");
+        assert!(same(&others, &[&succ[0], &succ[2], &succ[5]]), "the others when told separately");
         // Finished with no edge left: a later successor needs none.
         let late = wait();
         late.depend_on(&p);
@@ -142,23 +149,17 @@ mod guard {
 }
 
 mod queue {
-    use std::sync::Arc;
-
+    use super::same;
     use crate::domain::Domain;
     use crate::dtype::DType;
     use crate::layout::Order;
     use crate::queue::{EpochQueue, Mode};
     use crate::region::Region;
     use crate::runtime::exec::idle_task as task;
-    use crate::runtime::task::Task;
     use crate::tensor::handle::Tensor;
 
     fn span(i: isize) -> Region {
         Region::Span { lo: i, hi: i, exact: true }
-    }
-
-    fn same(a: &[Arc<Task>], b: &[&Arc<Task>]) -> bool {
-        a.len() == b.len() && b.iter().all(|x| a.iter().any(|y| Arc::ptr_eq(x, y)))
     }
 
     /// Whole-value writers are kept apart from the other entries; every
