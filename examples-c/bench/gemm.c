@@ -10,8 +10,9 @@
  *   1. dgemm, zgemm, sgemm and cgemm at n x n, C = A*B, row-major, 2 threads each side:
  *      tensorasync with its default backend order (ta_submit.backends = 0:
  *      the native backend, faer on the runtime's 2 workers, except where the
- *      dispatch policy puts a tuned system BLAS first, complex products from
- *      2048 on, which then runs as blocks on the same 2 workers) against
+ *      dispatch policy puts a tuned system BLAS first: complex products from
+ *      2048 on, or on an AVX2 CPU without AVX-512 every product from 1024 on;
+ *      it then runs as blocks on the same 2 workers) against
  *      cblas_?gemm from OpenBLAS with openblas_set_num_threads(2). The
  *      header line names the backend that went first for each.
  *      The two sides alternate rep by rep so machine noise hits both alike;
@@ -204,9 +205,11 @@ static int bench_large(char kind, size_t n, int reps) {
     double om = flops / median(t_ours, reps) / 1e9, bm = flops / median(t_blas, reps) / 1e9;
     char name[8];
     snprintf(name, sizeof name, "%cgemm", kind);
-    /* The library's policy (src/backends/registry.rs, BLAS_COMPLEX_GEMM_MIN):
-     * a tuned system BLAS goes first for complex products from 2048 on. */
-    const char *first = complex_ && n >= 2048 && !openblas_fallback() ? "blas" : "native";
+    /* The library's policy (src/backends/registry.rs, blas_wins): a tuned
+     * system BLAS goes first for complex products from 2048 on, and on an
+     * AVX2 CPU without AVX-512 for every product from 1024 on. */
+    int blas_first = ob_cpu_level() == 3 ? n >= 1024 : complex_ && n >= 2048;
+    const char *first = blas_first && !openblas_fallback() ? "blas" : "native";
     printf("%s n=%zu  tensorasync(%s) best %6.1f GF/s median %6.1f | OpenBLAS best %6.1f median %6.1f | "
            "ratio best %.3f median %.3f | max rel diff %.1e\n",
            name, n, first, ob, om, bb, bm, ob / bb, om / bm, maxrel);
@@ -566,8 +569,8 @@ int main(int argc, char **argv) {
     OK(ta_runtime_new(THREADS, &rt, &err));
     char blas[256] = "";
     ta_blas_info(blas, sizeof blas, NULL);
-    printf("gemm benchmark: %d threads each side; tensorasync with its default backend order (native faer; a tuned system BLAS first for complex products from 2048); peer OpenBLAS via cblas\n"
-           "tensorasync's system BLAS (not used for these timings): %s\n%s\n", THREADS, blas[0] ? blas : "(none)",
+    printf("gemm benchmark: %d threads each side; tensorasync with its default backend order (native faer; a tuned system BLAS first for complex products from 2048, or for every product from 1024 on AVX2 without AVX-512); peer OpenBLAS via cblas\n"
+           "tensorasync's system BLAS (the rows marked (blas)): %s\n%s\n", THREADS, blas[0] ? blas : "(none)",
            openblas_kernel_line());
     openblas_set_num_threads(THREADS);
     int bad = 0;

@@ -23,7 +23,7 @@ use crate::resolved::ResolvedView;
 
 /// Host backends in preference order: the native backend first (measured at
 /// least as fast as the system BLAS on the runtime's workers for every gemm
-/// but the largest complex ones: [`blas_wins`]), then the system BLAS, which
+/// but the large ones [`blas_wins`] names), then the system BLAS, which
 /// callers can pick with a selector and which declines what it cannot run.
 static HOST: &[&dyn Backend] = &[&NativeBackend, &BlasBackend];
 
@@ -33,17 +33,34 @@ static HOST_BLAS_FIRST: &[&dyn Backend] = &[&BlasBackend, &NativeBackend];
 
 /// Complex products with every extent from this on run faster on a tuned
 /// OpenBLAS, split on the workers, than on the native backend: 1.04-1.05x at
-/// 2048 for c64 and c128 in two runs, 0.99-1.00x at 1024
+/// 2048 for c64 and c128 in two runs, 0.99-1.00x at 1024, on AVX-512
 /// (docs/perf-notes/kernels.md, "The system BLAS on the workers").
 pub(crate) const BLAS_COMPLEX_GEMM_MIN: usize = 2048;
+
+/// On an AVX2 CPU without AVX-512, products of every float dtype with every
+/// extent from this on run at least as fast on a tuned OpenBLAS (its Haswell
+/// or Zen kernel), split on the workers, as on the native backend. Medians on
+/// Zen 3, BLAS over native, two runs: dgemm 1.21-1.31x at 2048 and 1.17-1.57x
+/// at 1024, sgemm 1.11-1.20x and 0.95-1.07x, zgemm 1.13-1.15x and cgemm 1.01x
+/// at 1024; at 512 within 8% either way (docs/perf-notes/kernels.md, "The
+/// system BLAS on an AVX2 CPU").
+pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 
 /// The dispatch policy between the two host backends that both run gemm:
 /// whether a product of `dtype` and extents `m x n x k` goes to a system
 /// BLAS that is `tuned` (see `Blas::tuned_for_this_cpu`) before the native
-/// backend. Real products stay native: at 2048 the BLAS gave 0.98x (f64)
-/// and 1.01-1.02x (f32) of the native product, below 0.8x at 512.
-pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool) -> bool {
-    tuned && dtype.is_complex() && m.min(n).min(k) >= BLAS_COMPLEX_GEMM_MIN
+/// backend, on a CPU of x86-64 level `cpu` (see `sysblas::library::cpu_level`:
+/// 3 is AVX2, 4 AVX-512). On AVX-512, real products stay native: at 2048 the
+/// BLAS gave 0.98x (f64) and 1.01-1.02x (f32) of the native product, below
+/// 0.8x at 512. Elsewhere than AVX2 and AVX-512 nothing was measured, and
+/// the AVX-512 policy applies.
+pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>) -> bool {
+    let min = m.min(n).min(k);
+    tuned
+        && match cpu {
+            Some(3) => min >= BLAS_GEMM_MIN_AVX2,
+            _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
+        }
 }
 
 /// The host backends in the order `op` on `views` is offered to them.
@@ -52,7 +69,8 @@ fn host_order(op: &KernelOp, views: &[ResolvedView<'_>]) -> &'static [&'static d
     // C, A and B come first (tensor scalars, if any, after them).
     let [c, a, _, ..] = views else { return HOST };
     let ([m, n], [_, k]) = (c.extents, a.extents) else { return HOST };
-    let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned);
+    let cpu = crate::sysblas::library::cpu_level();
+    let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned, cpu);
     // The library is looked at only for products the policy could send to it.
     if wins(true) && wins(crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu())) {
         HOST_BLAS_FIRST
@@ -248,18 +266,31 @@ mod tests {
     }
 
     #[test]
-    fn the_blas_goes_first_only_for_large_complex_products_on_a_tuned_library() {
-        let big = BLAS_COMPLEX_GEMM_MIN;
-        for dtype in [DType::C64, DType::C128] {
-            assert!(blas_wins(dtype, big, big, big, true));
-            assert!(blas_wins(dtype, big + 1, 3 * big, big, true));
-            assert!(!blas_wins(dtype, big, big, big, false), "an untuned library never");
-            for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (1024, 1024, 1024)] {
-                assert!(!blas_wins(dtype, m, n, k, true), "{m}x{n}x{k}");
+    fn the_blas_goes_first_only_for_large_products_on_a_tuned_library() {
+        // AVX-512, and levels nothing was measured on: large complex products only.
+        for cpu in [Some(4), Some(2), None] {
+            let big = BLAS_COMPLEX_GEMM_MIN;
+            for dtype in [DType::C64, DType::C128] {
+                assert!(blas_wins(dtype, big, big, big, true, cpu));
+                assert!(blas_wins(dtype, big + 1, 3 * big, big, true, cpu));
+                assert!(!blas_wins(dtype, big, big, big, false, cpu), "an untuned library never");
+                for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (1024, 1024, 1024)] {
+                    assert!(!blas_wins(dtype, m, n, k, true, cpu), "{m}x{n}x{k} {cpu:?}");
+                }
+            }
+            for dtype in [DType::F32, DType::F64] {
+                assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, true, cpu), "{dtype:?} {cpu:?}");
             }
         }
-        for dtype in [DType::F32, DType::F64] {
-            assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, true), "{dtype:?}");
+        // AVX2: every float dtype from 1024 on.
+        let big = BLAS_GEMM_MIN_AVX2;
+        for dtype in [DType::F32, DType::F64, DType::C64, DType::C128] {
+            assert!(blas_wins(dtype, big, big, big, true, Some(3)), "{dtype:?}");
+            assert!(blas_wins(dtype, 4 * big, big, 2 * big, true, Some(3)), "{dtype:?}");
+            assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, false, Some(3)), "an untuned library never");
+            for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (512, 512, 512)] {
+                assert!(!blas_wins(dtype, m, n, k, true, Some(3)), "{m}x{n}x{k} {dtype:?}");
+            }
         }
         // The order for views of those shapes (never dereferenced here).
         let views = |dtype, m: &'static [usize], a: &'static [usize]| {
@@ -281,7 +312,9 @@ mod tests {
         const BIG: &[usize] = &[BLAS_COMPLEX_GEMM_MIN, BLAS_COMPLEX_GEMM_MIN];
         let want = if tuned { "blas" } else { "native" };
         assert_eq!(first(&gemm, &views(DType::C128, BIG, BIG)), want, "tuned: {tuned}");
-        assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), "native");
+        let avx2 = crate::sysblas::library::cpu_level() == Some(3);
+        let want = if tuned && avx2 { "blas" } else { "native" };
+        assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), want, "tuned: {tuned}, AVX2: {avx2}");
         assert_eq!(first(&gemm, &views(DType::C64, &[8, 8], &[8, 8])), "native");
         assert_eq!(first(&KernelOp::Copy, &views(DType::C128, BIG, BIG)), "native");
     }

@@ -778,13 +778,15 @@ end
 # kernel it chose for this CPU, with a note when that kernel is a fallback below the CPU's
 # instruction set and the `OPENBLAS_CORETYPE` setting that fixes it) into `buf` as
 # `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none was found (the BLAS backend then
-# declines everything). The dispatcher prefers the native backend for every operation but one:
-# complex gemm whose extents are all 2048 or more goes to the system BLAS first (measured 4-5%
-# faster there) when that is an OpenBLAS whose kernel matches this CPU and which runs one thread
-# per call; otherwise the system BLAS runs only where a submission's backend selector asks for
-# it. The library sets OpenBLAS (or BLIS) to one thread when it loads it, and runs a large gemm
-# through it as blocks of the output on the runtime's workers, one call each, so a BLAS product
-# uses the runtime's cores and starts no threads of its own.
+# declines everything). The dispatcher prefers the native backend for every operation but large
+# gemm, which goes to the system BLAS first when that is an OpenBLAS whose kernel matches this
+# CPU and which runs one thread per call: complex gemm whose extents are all 2048 or more
+# (measured 4-5% faster there on AVX-512), and on a CPU with AVX2 but not AVX-512 gemm of every
+# floating-point type whose extents are all 1024 or more (measured 1-57% faster there);
+# otherwise the system BLAS runs only where a submission's backend selector asks for it. The
+# library sets OpenBLAS (or BLIS) to one thread when it loads it, and runs a large gemm through
+# it as blocks of the output on the runtime's workers, one call each, so a BLAS product uses the
+# runtime's cores and starts no threads of its own.
 function ta_blas_info(buf, cap, len_out)
     @ccall libtensorasync.ta_blas_info(buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
