@@ -112,6 +112,7 @@ fn tasks(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let blocked = BlockedWriter::submit(&t, &rt);
+                blocked.wait_started();
                 let t0 = Instant::now();
                 for _ in 0..BATCH {
                     ops::kernel("inc", &[(&t, Mode::Update)], inc(), Submit::on(&rt).detached()).unwrap();

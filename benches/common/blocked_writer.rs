@@ -30,7 +30,6 @@ impl BlockedWriter {
 
     /// Wait until the writer runs, so that what is timed next does not
     /// share the cores with a worker picking it up.
-    #[allow(dead_code)]
     pub fn wait_started(&self) {
         while !self.started.load(Ordering::Acquire) {
             std::thread::yield_now();
