@@ -2,30 +2,91 @@
 //! [`crate::queue`]): a set of closed intervals `lo..=hi`, each with an id,
 //! that finds the intervals meeting a query interval without scanning all.
 //!
-//! A treap keyed by `(lo, id)`, each node keeping the largest `hi` of its
-//! subtree: a query skips every subtree whose largest `hi` is below the
-//! query's `lo`, and every right subtree of a node whose `lo` is past the
-//! query's `hi`. Expected cost: O(log n) to insert or remove, O((1 + c) log n)
-//! for a query that reports c intervals. Nodes live in one vector (freed
-//! slots are reused), so the index allocates only when it grows.
+//! A B+-tree keyed by `(lo, id)`, up to [`CAP`] entries a node. A leaf's
+//! entries are the intervals; an inner node's are its children, each with a
+//! lower bound of the child's keys (above every key of the child before it)
+//! and the largest `hi` in the child. A query stops at the first entry whose
+//! `lo` is past the query's `hi`, and skips every entry whose largest `hi` is
+//! below the query's `lo`. O(log n) to insert or remove, O((1 + c) log n)
+//! for a query that reports c intervals, all leaves at one depth.
 //!
-//! An insertion walks down to its node's place by priority and splits only
-//! the subtree found there; a key above every key so far (slices submitted
-//! in order) splits nothing, so appending touches only the path.
+//! Why a B-tree: a query for one of 10^5 disjoint slices walks about 5 nodes,
+//! each a few adjacent cache lines, where the treap it replaced walked about
+//! 23 dependent nodes, most of them out of L1 (docs/perf-notes/runtime.md).
+//! Nodes live in one vector (freed slots are reused), so the index allocates
+//! only when it grows.
 
+use smallvec::SmallVec;
+
+/// Entries a node holds at most.
+const CAP: usize = 16;
+/// A node left with fewer entries by a removal merges with a sibling or
+/// takes some of its entries.
+const MIN: usize = CAP / 4;
 const NIL: u32 = u32::MAX;
 
+/// An interval (in a leaf) or a child (in an inner node).
 #[derive(Clone, Copy)]
-struct Node {
+struct Entry {
+    /// The interval's key `(lo, id)`; for a child, a lower bound of its keys.
     lo: isize,
-    hi: isize,
-    /// The largest `hi` in this node's subtree.
-    max: isize,
     id: u32,
-    prio: u32,
-    left: u32,
-    right: u32,
+    /// Inner nodes: the child's node.
+    child: u32,
+    /// The interval's `hi`; for a child, the largest `hi` in it.
+    max: isize,
 }
+
+impl Entry {
+    const NONE: Entry = Entry { lo: 0, id: 0, child: NIL, max: isize::MIN };
+
+    fn key(&self) -> (isize, u32) {
+        (self.lo, self.id)
+    }
+}
+
+#[derive(Clone)]
+struct Node {
+    leaf: bool,
+    len: usize,
+    e: [Entry; CAP],
+}
+
+impl Node {
+    fn new(leaf: bool) -> Node {
+        Node { leaf, len: 0, e: [Entry::NONE; CAP] }
+    }
+
+    fn entries(&self) -> &[Entry] {
+        &self.e[..self.len]
+    }
+
+    /// The largest `hi` below this node.
+    fn max(&self) -> isize {
+        self.entries().iter().map(|e| e.max).max().unwrap_or(isize::MIN)
+    }
+
+    /// The entry an inner node holds `key` under: the last whose bound is at
+    /// most `key`, or the first.
+    fn route(&self, key: (isize, u32)) -> usize {
+        self.entries()[1..].iter().take_while(|e| e.key() <= key).count()
+    }
+
+    fn insert_at(&mut self, at: usize, e: Entry) {
+        debug_assert!(self.len < CAP);
+        self.e.copy_within(at..self.len, at + 1);
+        self.e[at] = e;
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, at: usize) {
+        self.e.copy_within(at + 1..self.len, at);
+        self.len -= 1;
+    }
+}
+
+/// The nodes from the root down to a leaf, each with the entry taken.
+type Path = SmallVec<[(u32, usize); 16]>;
 
 /// A set of `(lo..=hi, id)` with `(lo, id)` unique.
 pub(crate) struct IntervalIndex {
@@ -33,15 +94,11 @@ pub(crate) struct IntervalIndex {
     free: Vec<u32>,
     root: u32,
     len: usize,
-    /// No key in the set is above this one (removals leave it as it was).
-    bound: Option<(isize, u32)>,
-    /// xorshift state for the treap priorities.
-    rng: u32,
 }
 
 impl Default for IntervalIndex {
     fn default() -> Self {
-        IntervalIndex { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0, bound: None, rng: 0x9E37_79B9 }
+        IntervalIndex { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0 }
     }
 }
 
@@ -59,91 +116,10 @@ impl IntervalIndex {
         self.free.clear();
         self.root = NIL;
         self.len = 0;
-        self.bound = None;
     }
 
-    fn next_prio(&mut self) -> u32 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.rng = x;
-        x
-    }
-
-    fn update(&mut self, t: u32) {
-        let n = self.nodes[t as usize];
-        let mut max = n.hi;
-        if n.left != NIL {
-            max = max.max(self.nodes[n.left as usize].max);
-        }
-        if n.right != NIL {
-            max = max.max(self.nodes[n.right as usize].max);
-        }
-        self.nodes[t as usize].max = max;
-    }
-
-    /// Splits `t` into the nodes with keys below `key` and the rest.
-    fn split(&mut self, t: u32, key: (isize, u32)) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
-        }
-        let n = self.nodes[t as usize];
-        if (n.lo, n.id) < key {
-            let (a, b) = self.split(n.right, key);
-            self.nodes[t as usize].right = a;
-            self.update(t);
-            (t, b)
-        } else {
-            let (a, b) = self.split(n.left, key);
-            self.nodes[t as usize].left = b;
-            self.update(t);
-            (a, t)
-        }
-    }
-
-    /// Joins two treaps whose keys are all below (`a`) and above (`b`).
-    fn merge(&mut self, a: u32, b: u32) -> u32 {
-        if a == NIL {
-            return b;
-        }
-        if b == NIL {
-            return a;
-        }
-        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
-            let r = self.nodes[a as usize].right;
-            let m = self.merge(r, b);
-            self.nodes[a as usize].right = m;
-            self.update(a);
-            a
-        } else {
-            let l = self.nodes[b as usize].left;
-            let m = self.merge(a, l);
-            self.nodes[b as usize].left = m;
-            self.update(b);
-            b
-        }
-    }
-
-    /// Add `lo..=hi` with `id` (`(lo, id)` must not be in the set).
-    pub(crate) fn insert(&mut self, lo: isize, hi: isize, id: u32) {
-        let key = (lo, id);
-        let prio = self.next_prio();
-        // Down from the root while the nodes outrank the new one, raising
-        // their subtree maxima to `hi` on the way.
-        let mut parent = NIL;
-        let mut cur = self.root;
-        while cur != NIL && self.nodes[cur as usize].prio >= prio {
-            let n = &mut self.nodes[cur as usize];
-            n.max = n.max.max(hi);
-            parent = cur;
-            cur = if key < (n.lo, n.id) { n.left } else { n.right };
-        }
-        // The subtree found there becomes the new node's two children.
-        let (left, right) = if self.bound.is_none_or(|b| key > b) { (cur, NIL) } else { self.split(cur, key) };
-        self.bound = Some(self.bound.map_or(key, |b| b.max(key)));
-        let node = Node { lo, hi, max: hi, id, prio, left, right };
-        let t = match self.free.pop() {
+    fn alloc(&mut self, node: Node) -> u32 {
+        match self.free.pop() {
             Some(t) => {
                 self.nodes[t as usize] = node;
                 t
@@ -152,82 +128,221 @@ impl IntervalIndex {
                 self.nodes.push(node);
                 (self.nodes.len() - 1) as u32
             }
-        };
-        self.update(t);
-        if parent == NIL {
-            self.root = t;
-        } else {
-            let p = &mut self.nodes[parent as usize];
-            if key < (p.lo, p.id) {
-                p.left = t;
-            } else {
-                p.right = t;
+        }
+    }
+
+    fn node(&self, t: u32) -> &Node {
+        &self.nodes[t as usize]
+    }
+
+    fn node_mut(&mut self, t: u32) -> &mut Node {
+        &mut self.nodes[t as usize]
+    }
+
+    /// Add `lo..=hi` with `id` (`(lo, id)` must not be in the set).
+    pub(crate) fn insert(&mut self, lo: isize, hi: isize, id: u32) {
+        let key = (lo, id);
+        if self.root == NIL {
+            self.root = self.alloc(Node::new(true));
+        }
+        // Down to the leaf, lowering the first bound (a key below every
+        // key) and raising the maxima on the way.
+        let mut path = Path::new();
+        let mut t = self.root;
+        while !self.node(t).leaf {
+            let n = self.node_mut(t);
+            let s = n.route(key);
+            let e = &mut n.e[s];
+            if key < e.key() {
+                (e.lo, e.id) = key;
+            }
+            e.max = e.max.max(hi);
+            path.push((t, s));
+            t = e.child;
+        }
+        let at = self.node(t).entries().iter().take_while(|e| e.key() < key).count();
+        let mut new = Entry { lo, id, child: NIL, max: hi };
+        self.len += 1;
+        // Up while a full node splits, the new right half going into the
+        // parent after the left one.
+        let mut at = at;
+        loop {
+            let Some(right) = self.put(t, at, new) else { return };
+            let r = self.node(right);
+            new = Entry { lo: r.e[0].lo, id: r.e[0].id, child: right, max: r.max() };
+            match path.pop() {
+                Some((p, s)) => {
+                    let left_max = self.node(t).max();
+                    self.node_mut(p).e[s].max = left_max;
+                    (t, at) = (p, s + 1);
+                }
+                None => {
+                    let l = self.node(t);
+                    let left = Entry { lo: l.e[0].lo, id: l.e[0].id, child: t, max: l.max() };
+                    let mut root = Node::new(false);
+                    root.e[0] = left;
+                    root.e[1] = new;
+                    root.len = 2;
+                    self.root = self.alloc(root);
+                    return;
+                }
             }
         }
-        self.len += 1;
+    }
+
+    /// Put `e` at `at` in node `t`; if `t` was full, split it and return the
+    /// new right half. A node full when an entry comes at its end (slices
+    /// submitted in order) keeps its entries and the new one starts the right
+    /// half, so appends leave full nodes.
+    fn put(&mut self, t: u32, at: usize, e: Entry) -> Option<u32> {
+        let n = self.node_mut(t);
+        if n.len < CAP {
+            n.insert_at(at, e);
+            return None;
+        }
+        let leaf = n.leaf;
+        let mut all = [Entry::NONE; CAP + 1];
+        all[..at].copy_from_slice(&n.e[..at]);
+        all[at] = e;
+        all[at + 1..].copy_from_slice(&n.e[at..]);
+        let mid = if at == CAP { CAP } else { CAP.div_ceil(2) };
+        n.e[..mid].copy_from_slice(&all[..mid]);
+        n.len = mid;
+        let mut right = Node::new(leaf);
+        right.e[..CAP + 1 - mid].copy_from_slice(&all[mid..]);
+        right.len = CAP + 1 - mid;
+        Some(self.alloc(right))
     }
 
     /// Remove the interval with `lo` and `id`; whether it was there.
     pub(crate) fn remove(&mut self, lo: isize, id: u32) -> bool {
-        let (found, root) = self.remove_in(self.root, (lo, id));
-        self.root = root;
-        if found {
-            self.len -= 1;
+        let key = (lo, id);
+        if self.root == NIL {
+            return false;
         }
-        found
+        let mut path = Path::new();
+        let mut t = self.root;
+        while !self.node(t).leaf {
+            let n = self.node(t);
+            let s = n.route(key);
+            if key < n.e[s].key() {
+                return false;
+            }
+            path.push((t, s));
+            t = n.e[s].child;
+        }
+        let Some(at) = self.node(t).entries().iter().position(|e| e.key() == key) else { return false };
+        self.node_mut(t).remove_at(at);
+        self.len -= 1;
+        // Up: an underfull node is mended with a sibling, and each parent
+        // learns its child's maximum again.
+        while let Some((p, s)) = path.pop() {
+            if self.node(t).len < MIN {
+                self.mend(p, s);
+            } else {
+                let max = self.node(t).max();
+                self.node_mut(p).e[s].max = max;
+            }
+            t = p;
+        }
+        // The root: an inner node with one child gives way to it, an empty
+        // node to nothing.
+        loop {
+            let r = self.node(self.root);
+            if r.len == 0 {
+                self.free.push(self.root);
+                self.root = NIL;
+            } else if !r.leaf && r.len == 1 {
+                let child = r.e[0].child;
+                self.free.push(self.root);
+                self.root = child;
+                continue;
+            }
+            return true;
+        }
     }
 
-    fn remove_in(&mut self, t: u32, key: (isize, u32)) -> (bool, u32) {
-        if t == NIL {
-            return (false, NIL);
+    /// Mend the underfull child `s` of `p`: merge it with a sibling where
+    /// both fit in one node, else share their entries evenly. The parent's
+    /// entries for them get their bounds and maxima again.
+    fn mend(&mut self, p: u32, s: usize) {
+        let n = self.node(p).len;
+        if n == 1 {
+            // No sibling: an empty child goes, leaving `p` empty for its own
+            // parent (or the root check) to drop.
+            let c = self.node(p).e[0].child;
+            if self.node(c).len == 0 {
+                self.free.push(c);
+                self.node_mut(p).len = 0;
+            } else {
+                let max = self.node(c).max();
+                self.node_mut(p).e[0].max = max;
+            }
+            return;
         }
-        let n = self.nodes[t as usize];
-        let here = (n.lo, n.id);
-        if here == key {
-            self.free.push(t);
-            return (true, self.merge(n.left, n.right));
+        let (ls, rs) = if s + 1 < n { (s, s + 1) } else { (s - 1, s) };
+        let (l, r) = (self.node(p).e[ls].child, self.node(p).e[rs].child);
+        let (ln, rn) = (self.node(l).len, self.node(r).len);
+        let mut right = self.node(r).clone();
+        let left = self.node_mut(l);
+        if ln + rn <= CAP {
+            left.e[ln..ln + rn].copy_from_slice(right.entries());
+            left.len = ln + rn;
+            let max = left.max();
+            self.free.push(r);
+            let parent = self.node_mut(p);
+            parent.e[ls].max = max;
+            parent.remove_at(rs);
+            return;
         }
-        let found = if key < here {
-            let (f, l) = self.remove_in(n.left, key);
-            self.nodes[t as usize].left = l;
-            f
+        let keep = (ln + rn) / 2;
+        if ln > keep {
+            // The left's last entries go to the front of the right.
+            let moved = ln - keep;
+            right.e.copy_within(..rn, moved);
+            right.e[..moved].copy_from_slice(&left.e[keep..ln]);
         } else {
-            let (f, r) = self.remove_in(n.right, key);
-            self.nodes[t as usize].right = r;
-            f
-        };
-        if found {
-            self.update(t);
+            // The right's first entries go to the end of the left.
+            let moved = keep - ln;
+            left.e[ln..keep].copy_from_slice(&right.e[..moved]);
+            right.e.copy_within(moved..rn, 0);
         }
-        (found, t)
+        left.len = keep;
+        right.len = ln + rn - keep;
+        let left_max = left.max();
+        let (first, right_max) = (right.e[0], right.max());
+        *self.node_mut(r) = right;
+        let parent = self.node_mut(p);
+        parent.e[ls].max = left_max;
+        let e = &mut parent.e[rs];
+        (e.lo, e.id, e.max) = (first.lo, first.id, right_max);
     }
 
     /// Calls `f` with the id of every interval that meets `lo..=hi` (that
     /// is, `i.lo <= hi && lo <= i.hi`), in no particular order.
     pub(crate) fn query(&self, lo: isize, hi: isize, f: &mut impl FnMut(u32)) {
-        self.query_in(self.root, lo, hi, f);
+        if self.root != NIL {
+            self.query_in(self.root, lo, hi, f);
+        }
     }
 
-    fn query_in(&self, mut t: u32, lo: isize, hi: isize, f: &mut impl FnMut(u32)) {
-        // The right spine is walked in the loop, the left subtrees recursively.
-        while t != NIL {
-            let n = &self.nodes[t as usize];
-            if n.max < lo {
+    fn query_in(&self, t: u32, lo: isize, hi: isize, f: &mut impl FnMut(u32)) {
+        let n = self.node(t);
+        for e in n.entries() {
+            if e.lo > hi {
+                // Every later entry's keys have a larger `lo`.
                 return;
             }
-            self.query_in(n.left, lo, hi, f);
-            if n.lo > hi {
-                // Every key to the right has a larger `lo`.
-                return;
+            if e.max >= lo {
+                if n.leaf {
+                    f(e.id);
+                } else {
+                    self.query_in(e.child, lo, hi, f);
+                }
             }
-            if lo <= n.hi {
-                f(n.id);
-            }
-            t = n.right;
         }
     }
 }
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -298,54 +413,137 @@ mod tests {
         }
     }
 
-    /// The treap's invariants: keys in order, priorities a heap, each
-    /// node's `max` its subtree's largest `hi`, `len` the node count, and
-    /// no key above `bound`.
+    /// The B-tree's invariants: every leaf at one depth, keys in order, each
+    /// inner entry's bound at most its child's keys and above those of the
+    /// child before it, each maximum its child's largest `hi`, no empty node
+    /// but an empty root, `len` the interval count, and every node either
+    /// in the tree or free.
     fn check_shape(ix: &IntervalIndex) {
-        fn walk(ix: &IntervalIndex, t: u32, keys: &mut Vec<(isize, u32)>) -> Option<isize> {
-            if t == NIL {
-                return None;
+        /// (depth, smallest key, largest key, largest hi) of the subtree.
+        fn walk(
+            ix: &IntervalIndex,
+            t: u32,
+            keys: &mut Vec<(isize, u32)>,
+            seen: &mut Vec<u32>,
+        ) -> (usize, (isize, u32), (isize, u32), isize) {
+            seen.push(t);
+            let n = ix.node(t);
+            assert!(n.len > 0, "an empty node in the tree");
+            if n.leaf {
+                keys.extend(n.entries().iter().map(|e| e.key()));
+                let e = n.entries();
+                return (1, e[0].key(), e[n.len - 1].key(), n.max());
             }
-            let n = ix.nodes[t as usize];
-            for c in [n.left, n.right] {
-                assert!(c == NIL || ix.nodes[c as usize].prio <= n.prio, "heap order");
+            let mut depth = None;
+            let mut prev_last = None;
+            let (mut first, mut last, mut max) = ((isize::MAX, 0), (isize::MIN, 0), isize::MIN);
+            for e in n.entries() {
+                let (d, lo_key, hi_key, m) = walk(ix, e.child, keys, seen);
+                assert!(depth.is_none_or(|x| x == d), "leaves at different depths");
+                depth = Some(d);
+                assert!(e.key() <= lo_key, "a bound above its child's keys");
+                if let Some(p) = prev_last {
+                    assert!(e.key() > p, "a bound not above the previous child's keys");
+                }
+                assert_eq!(e.max, m, "a child's maximum");
+                prev_last = Some(hi_key);
+                first = first.min(lo_key);
+                last = last.max(hi_key);
+                max = max.max(m);
             }
-            let l = walk(ix, n.left, keys);
-            keys.push((n.lo, n.id));
-            let r = walk(ix, n.right, keys);
-            let max = [l, Some(n.hi), r].into_iter().flatten().max();
-            assert_eq!(Some(n.max), max, "subtree maximum");
-            max
+            (depth.unwrap() + 1, first, last, max)
         }
         let mut keys = vec![];
-        walk(ix, ix.root, &mut keys);
+        let mut seen = vec![];
+        if ix.root != NIL {
+            let r = ix.node(ix.root);
+            if r.len == 0 {
+                assert!(r.leaf && ix.len == 0);
+                seen.push(ix.root);
+            } else {
+                walk(ix, ix.root, &mut keys, &mut seen);
+            }
+        }
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order");
         assert_eq!(keys.len(), ix.len);
-        if let Some(&last) = keys.last() {
-            assert!(ix.bound.is_some_and(|b| b >= last), "bound");
-        }
+        seen.extend(&ix.free);
+        seen.sort_unstable();
+        assert_eq!(seen, (0..ix.nodes.len() as u32).collect::<Vec<_>>(), "nodes lost or shared");
     }
 
-    /// Disjoint unit intervals: a query meets one and visits few nodes (the
-    /// tree stays balanced for sorted inserts).
+    fn depth(ix: &IntervalIndex) -> usize {
+        let mut d = 0;
+        let mut t = ix.root;
+        while t != NIL {
+            d += 1;
+            let n = ix.node(t);
+            t = if n.leaf { NIL } else { n.e[0].child };
+        }
+        d
+    }
+
+    /// Disjoint unit intervals inserted in order fill their nodes (depth 5
+    /// at 10^5, as log_16 10^5 = 4.2), and a query meets one. Removed in
+    /// order (the queue's sweep of finished accesses) and inserted again,
+    /// the nodes are reused and the depth stays.
     #[test]
-    fn sorted_inserts_stay_shallow() {
+    fn sorted_inserts_fill_their_nodes() {
         let mut ix = IntervalIndex::default();
         for i in 0..100_000u32 {
             ix.insert(i as isize, i as isize, i);
         }
-        fn depth(ix: &IntervalIndex, t: u32) -> usize {
-            if t == NIL {
-                return 0;
-            }
-            let n = &ix.nodes[t as usize];
-            1 + depth(ix, n.left).max(depth(ix, n.right))
-        }
         check_shape(&ix);
-        let d = depth(&ix, ix.root);
-        assert!(d < 60, "depth {d} for 10^5 sorted inserts");
+        assert!(depth(&ix) <= 5, "depth {} for 10^5 sorted inserts", depth(&ix));
+        let nodes = ix.nodes.len();
+        assert!(nodes <= 100_000 / (CAP - 1) + 5, "{nodes} nodes for 10^5 sorted inserts");
         let mut got = vec![];
         ix.query(50_000, 50_000, &mut |id| got.push(id));
         assert_eq!(got, [50_000]);
+        for round in 1..4u32 {
+            for i in 0..100_000u32 {
+                let old = (round - 1) * 100_000 + i;
+                assert!(ix.remove(old as isize, old));
+                let new = round * 100_000 + i;
+                ix.insert(new as isize, new as isize, new);
+            }
+            check_shape(&ix);
+            assert!(depth(&ix) <= 6, "depth {} after round {round}", depth(&ix));
+            assert!(ix.nodes.len() <= 2 * nodes, "{} nodes after round {round}", ix.nodes.len());
+        }
+        for i in 300_000..400_000u32 {
+            assert!(ix.remove(i as isize, i));
+        }
+        check_shape(&ix);
+        assert_eq!((ix.len(), ix.root), (0, NIL));
+    }
+
+    /// Random keys, then removal of all but a few in random order: the tree
+    /// stays balanced and shrinks to a leaf.
+    #[test]
+    fn random_removals_mend_the_tree() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut ix = IntervalIndex::default();
+        let mut keys: Vec<(isize, u32)> = (0..20_000u32).map(|i| (rng.gen_range(-5000..5000), i)).collect();
+        for &(lo, id) in &keys {
+            ix.insert(lo, lo + 3, id);
+        }
+        check_shape(&ix);
+        let full_depth = depth(&ix);
+        assert!(full_depth <= 6, "depth {full_depth} for 2*10^4 random inserts");
+        while keys.len() > 5 {
+            let (lo, id) = keys.swap_remove(rng.gen_range(0..keys.len()));
+            assert!(ix.remove(lo, id));
+            assert!(!ix.remove(lo, id), "removed twice");
+            if keys.len() % 997 == 0 {
+                check_shape(&ix);
+            }
+        }
+        check_shape(&ix);
+        assert_eq!(depth(&ix), 1, "5 keys in more than a leaf");
+        let mut got = BTreeSet::new();
+        ix.query(isize::MIN, isize::MAX, &mut |id| {
+            got.insert(id);
+        });
+        assert_eq!(got, keys.iter().map(|k| k.1).collect());
     }
 }
