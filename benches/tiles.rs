@@ -11,6 +11,11 @@
 //! - syrk: `A_ii <- A_ii - A_ik·A_ik^T` (lower triangle);
 //! - gemm: `A_ij <- A_ij - A_ik·A_jk^T`.
 //!
+//! OpenBLAS runs its best kernel for this CPU: where Debian's build falls
+//! back to an older one, the bench restarts itself with `OPENBLAS_CORETYPE`
+//! set (`common/openblas_best.rs`), prints the kernel that ran, and prints
+//! no ratio against a fallback kernel.
+//!
 //! Run: `cargo bench --bench tiles` (about 30 s). It prints a table (GF/s,
 //! best and median of interleaved repetitions, ratio ours/OpenBLAS), then
 //! criterion's measurements (throughput in elements/s is flop/s: one
@@ -27,6 +32,11 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion, Throughput};
 
 include!("common/kernel_shim.rs");
+// The system BLAS loader (it needs nothing of the crate), for the kernel's name.
+#[allow(dead_code, unused_imports)]
+#[path = "../src/sysblas/library.rs"]
+mod blas;
+include!("common/openblas_best.rs");
 
 use kernels::operand::Operand;
 use kernels::{gemm::gemm, potrf::potrf, syrk::syrk, trsm::trsm};
@@ -91,19 +101,26 @@ type SetThreadsFn = unsafe extern "C" fn(c_int);
 /// The reference library's four kernels.
 struct Lapack {
     path: String,
+    /// The kernel OpenBLAS runs, and whether a ratio against it means
+    /// something (not a fallback kernel).
+    kernel: (String, bool),
     potrf: PotrfFn,
     trsm: TrsmFn,
     syrk: SyrkFn,
     gemm: GemmFn,
 }
 
-fn load() -> Result<Lapack, String> {
-    let cands: Vec<String> = match std::env::var("TA_BLAS_LIB") {
+/// Where the library is looked for, as `src/sysblas/library.rs` does.
+fn candidates() -> Vec<String> {
+    match std::env::var("TA_BLAS_LIB") {
         Ok(v) if !v.is_empty() => vec![v],
-        _ => ["libopenblas.so.0", "libblas.so.3", "libopenblas.so"].iter().map(|s| s.to_string()).collect(),
-    };
+        _ => blas::DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn load() -> Result<Lapack, String> {
     let mut why = Vec::new();
-    for path in cands {
+    for path in candidates() {
         let c = CString::new(path.clone()).map_err(|e| e.to_string())?;
         // SAFETY: dlopen/dlsym with valid C strings; the handle is never closed.
         unsafe {
@@ -122,8 +139,13 @@ fn load() -> Result<Lapack, String> {
             if !st.is_null() {
                 std::mem::transmute::<*mut c_void, SetThreadsFn>(st)(1);
             }
+            let kernel = match blas::load_from(&[path.as_str()]) {
+                Ok(b) => openblas_kernel(&b),
+                Err(e) => (format!("kernel unknown ({e})"), true),
+            };
             return Ok(Lapack {
                 path,
+                kernel,
                 potrf: std::mem::transmute::<*mut c_void, PotrfFn>(p),
                 trsm: std::mem::transmute::<*mut c_void, TrsmFn>(t),
                 syrk: std::mem::transmute::<*mut c_void, SyrkFn>(s),
@@ -328,16 +350,16 @@ fn row(name: &str, lib: Option<&Lapack>, reps: usize) {
     let mut ours = |restore: bool| call(false, restore, &mut o1, &mut o2);
     let mut theirs = |restore: bool| call(true, restore, &mut b1, &mut b2);
     let fl = flops(name, n);
-    if lib.is_some() {
+    if let Some(l) = lib {
         let r = interleaved(reps, fl, &mut [&mut ours, &mut theirs]);
+        let ratio = if l.kernel.1 {
+            format!("ratio {:.2} / {:.2}", r[0].0 / r[1].0, r[0].1 / r[1].1)
+        } else {
+            "no ratio against a fallback kernel".to_string()
+        };
         println!(
-            "{name:6} native {:6.1} / {:6.1}   OpenBLAS {:6.1} / {:6.1}   ratio {:.2} / {:.2}",
-            r[0].0,
-            r[0].1,
-            r[1].0,
-            r[1].1,
-            r[0].0 / r[1].0,
-            r[0].1 / r[1].1
+            "{name:6} native {:6.1} / {:6.1}   OpenBLAS {:6.1} / {:6.1}   {ratio}",
+            r[0].0, r[0].1, r[1].0, r[1].1
         );
     } else {
         let r = interleaved(reps, fl, &mut [&mut ours]);
@@ -348,7 +370,7 @@ fn row(name: &str, lib: Option<&Lapack>, reps: usize) {
 fn table(lib: Option<&Lapack>) {
     println!("\n== tiles {N}x{N} f64, 1 thread (GF/s: best / median of interleaved reps; ratio ours/OpenBLAS) ==");
     match lib {
-        Some(l) => println!("reference: {} (1 thread)", l.path),
+        Some(l) => println!("reference: {} (1 thread); {}", l.path, l.kernel.0),
         None => println!("no OpenBLAS/LAPACK found: native only"),
     }
     for k in ["potrf", "trsm", "syrk", "gemm"] {
@@ -391,6 +413,8 @@ fn criterion_benches(c: &mut Criterion, lib: Option<&Lapack>) {
 }
 
 fn main() {
+    let cands = candidates();
+    openblas_best(&cands.iter().map(String::as_str).collect::<Vec<_>>());
     let lib = match load() {
         Ok(l) => Some(l),
         Err(e) => {

@@ -165,7 +165,7 @@ pub(crate) fn cpu_level() -> Option<u8> {
 
 /// The OpenBLAS kernel for a CPU of `level` (on this CPU's vendor and
 /// features, for level 4 and 3).
-fn kernel_for(level: u8) -> &'static str {
+pub(crate) fn kernel_for(level: u8) -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
