@@ -1439,11 +1439,13 @@ ta_status ta_syrk(const struct ta_tensor *c,
  * BLAS backend then declines everything). The dispatcher prefers the native
  * backend for every operation but large gemm, which goes to the system BLAS
  * first when that is an OpenBLAS whose kernel matches this CPU and which
- * runs one thread per call: complex gemm whose extents are all 2048 or more
- * (measured 4-5% faster there on AVX-512), and on a CPU with AVX2 but not
- * AVX-512 gemm of every floating-point type whose extents are all 1024 or
- * more (measured at 0.95-1.57 times the native backend's speed at 1024 and
- * 1.11-1.31 times at 2048); otherwise the system BLAS runs only where a
+ * runs one thread per call: on a CPU with AVX-512, gemm of every
+ * floating-point type whose extents are all 2048 or more (measured at
+ * 0.98-1.11 times the native backend's speed there); on a CPU with AVX2 but
+ * not AVX-512, gemm of every floating-point type whose extents are all 1024
+ * or more (measured at 0.95-1.57 times the native backend's speed at 1024
+ * and 1.11-1.31 times at 2048); on other CPUs, complex gemm whose extents
+ * are all 2048 or more; otherwise the system BLAS runs only where a
  * submission's backend selector asks for it. The library sets OpenBLAS (or
  * BLIS) to one thread when it loads it, and runs a large gemm through it as
  * blocks of the output on the runtime's workers, one call each, so a BLAS

@@ -10,8 +10,9 @@
  *   1. dgemm, zgemm, sgemm and cgemm at n x n, C = A*B, row-major, 2 threads each side:
  *      tensorasync with its default backend order (ta_submit.backends = 0:
  *      the native backend, faer on the runtime's 2 workers, except where the
- *      dispatch policy puts a tuned system BLAS first: complex products from
- *      2048 on, or on an AVX2 CPU without AVX-512 every product from 1024 on;
+ *      dispatch policy puts a tuned system BLAS first: every product from
+ *      2048 on with AVX-512, every product from 1024 on with AVX2 but not
+ *      AVX-512, complex products from 2048 on elsewhere;
  *      it then runs as blocks on the same 2 workers) against
  *      cblas_?gemm from OpenBLAS with openblas_set_num_threads(2). The
  *      header line names the backend that went first for each.
@@ -206,9 +207,11 @@ static int bench_large(char kind, size_t n, int reps) {
     char name[8];
     snprintf(name, sizeof name, "%cgemm", kind);
     /* The library's policy (src/backends/registry.rs, blas_wins): a tuned
-     * system BLAS goes first for complex products from 2048 on, and on an
-     * AVX2 CPU without AVX-512 for every product from 1024 on. */
-    int blas_first = ob_cpu_level() == 3 ? n >= 1024 : complex_ && n >= 2048;
+     * system BLAS goes first for every product from 2048 on with AVX-512,
+     * from 1024 on with AVX2 but not AVX-512, and for complex products from
+     * 2048 on elsewhere. */
+    int level = ob_cpu_level();
+    int blas_first = level == 4 ? n >= 2048 : level == 3 ? n >= 1024 : complex_ && n >= 2048;
     const char *first = blas_first && !openblas_fallback() ? "blas" : "native";
     printf("%s n=%zu  tensorasync(%s) best %6.1f GF/s median %6.1f | OpenBLAS best %6.1f median %6.1f | "
            "ratio best %.3f median %.3f | max rel diff %.1e\n",
@@ -569,7 +572,7 @@ int main(int argc, char **argv) {
     OK(ta_runtime_new(THREADS, &rt, &err));
     char blas[256] = "";
     ta_blas_info(blas, sizeof blas, NULL);
-    printf("gemm benchmark: %d threads each side; tensorasync with its default backend order (native faer; a tuned system BLAS first for complex products from 2048, or for every product from 1024 on AVX2 without AVX-512); peer OpenBLAS via cblas\n"
+    printf("gemm benchmark: %d threads each side; tensorasync with its default backend order (native faer; a tuned system BLAS first for every product from 2048 on AVX-512, from 1024 on AVX2 without AVX-512, and for complex products from 2048 elsewhere); peer OpenBLAS via cblas\n"
            "tensorasync's system BLAS (the rows marked (blas)): %s\n%s\n", THREADS, blas[0] ? blas : "(none)",
            openblas_kernel_line());
     openblas_set_num_threads(THREADS);

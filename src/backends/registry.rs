@@ -34,8 +34,19 @@ static HOST_BLAS_FIRST: &[&dyn Backend] = &[&BlasBackend, &NativeBackend];
 /// Complex products with every extent from this on run faster on a tuned
 /// OpenBLAS, split on the workers, than on the native backend: 1.04-1.05x at
 /// 2048 for c64 and c128 in two runs, 0.99-1.00x at 1024, on AVX-512
-/// (docs/perf-notes/kernels.md, "The system BLAS on the workers").
+/// (docs/perf-notes/kernels.md, "The system BLAS on the workers"). The
+/// policy on CPU levels nothing was measured on.
 pub(crate) const BLAS_COMPLEX_GEMM_MIN: usize = 2048;
+
+/// On AVX-512, products of every float dtype with every extent from this on
+/// run at least as fast on a tuned OpenBLAS, split on the workers, as on the
+/// native backend (faer's widest kernels on stable Rust are AVX2). Medians,
+/// BLAS over native, at 2048: dgemm 1.03-1.07x and sgemm 1.03-1.11x in four
+/// alternated pairs on a Xeon whose OpenBLAS runs its Cooperlake kernel, and
+/// 0.98-1.02x on an earlier Xeon (SkylakeX kernel); complex as
+/// [`BLAS_COMPLEX_GEMM_MIN`]. At 1024 the native product was faster on both
+/// (docs/perf-notes/kernels.md, "Real products from 2048 on AVX-512").
+pub(crate) const BLAS_GEMM_MIN_AVX512: usize = 2048;
 
 /// On an AVX2 CPU without AVX-512, products of every float dtype with every
 /// extent from this on run at least as fast on a tuned OpenBLAS (its Haswell
@@ -50,15 +61,14 @@ pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 /// whether a product of `dtype` and extents `m x n x k` goes to a system
 /// BLAS that is `tuned` (see `Blas::tuned_for_this_cpu`) before the native
 /// backend, on a CPU of x86-64 level `cpu` (see `sysblas::library::cpu_level`:
-/// 3 is AVX2, 4 AVX-512). On AVX-512, real products stay native: at 2048 the
-/// BLAS gave 0.98x (f64) and 1.01-1.02x (f32) of the native product, below
-/// 0.8x at 512. Elsewhere than AVX2 and AVX-512 nothing was measured, and
-/// the AVX-512 policy applies.
+/// 3 is AVX2, 4 AVX-512). Elsewhere than AVX2 and AVX-512 nothing was
+/// measured, and only large complex products go to the BLAS.
 pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>) -> bool {
     let min = m.min(n).min(k);
     tuned
         && match cpu {
             Some(3) => min >= BLAS_GEMM_MIN_AVX2,
+            Some(4) => min >= BLAS_GEMM_MIN_AVX512,
             _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
         }
 }
@@ -267,8 +277,8 @@ mod tests {
 
     #[test]
     fn the_blas_goes_first_only_for_large_products_on_a_tuned_library() {
-        // AVX-512, and levels nothing was measured on: large complex products only.
-        for cpu in [Some(4), Some(2), None] {
+        // Levels nothing was measured on: large complex products only.
+        for cpu in [Some(2), None] {
             let big = BLAS_COMPLEX_GEMM_MIN;
             for dtype in [DType::C64, DType::C128] {
                 assert!(blas_wins(dtype, big, big, big, true, cpu));
@@ -282,14 +292,16 @@ mod tests {
                 assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, true, cpu), "{dtype:?} {cpu:?}");
             }
         }
-        // AVX2: every float dtype from 1024 on.
-        let big = BLAS_GEMM_MIN_AVX2;
-        for dtype in [DType::F32, DType::F64, DType::C64, DType::C128] {
-            assert!(blas_wins(dtype, big, big, big, true, Some(3)), "{dtype:?}");
-            assert!(blas_wins(dtype, 4 * big, big, 2 * big, true, Some(3)), "{dtype:?}");
-            assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, false, Some(3)), "an untuned library never");
-            for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (512, 512, 512)] {
-                assert!(!blas_wins(dtype, m, n, k, true, Some(3)), "{m}x{n}x{k} {dtype:?}");
+        // AVX2: every float dtype from 1024 on; AVX-512: from 2048 on.
+        for (cpu, big, below) in [(3, BLAS_GEMM_MIN_AVX2, 512), (4, BLAS_GEMM_MIN_AVX512, 1024)] {
+            for dtype in [DType::F32, DType::F64, DType::C64, DType::C128] {
+                assert!(blas_wins(dtype, big, big, big, true, Some(cpu)), "{dtype:?} {cpu}");
+                assert!(blas_wins(dtype, 4 * big, big, 2 * big, true, Some(cpu)), "{dtype:?} {cpu}");
+                assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, false, Some(cpu)), "an untuned library never");
+                for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (below, below, below)]
+                {
+                    assert!(!blas_wins(dtype, m, n, k, true, Some(cpu)), "{m}x{n}x{k} {dtype:?} {cpu}");
+                }
             }
         }
         // The order for views of those shapes (never dereferenced here).
@@ -312,9 +324,9 @@ mod tests {
         const BIG: &[usize] = &[BLAS_COMPLEX_GEMM_MIN, BLAS_COMPLEX_GEMM_MIN];
         let want = if tuned { "blas" } else { "native" };
         assert_eq!(first(&gemm, &views(DType::C128, BIG, BIG)), want, "tuned: {tuned}");
-        let avx2 = crate::sysblas::library::cpu_level() == Some(3);
-        let want = if tuned && avx2 { "blas" } else { "native" };
-        assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), want, "tuned: {tuned}, AVX2: {avx2}");
+        let level = crate::sysblas::library::cpu_level();
+        let want = if tuned && matches!(level, Some(3 | 4)) { "blas" } else { "native" };
+        assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), want, "tuned: {tuned}, level: {level:?}");
         assert_eq!(first(&gemm, &views(DType::C64, &[8, 8], &[8, 8])), "native");
         assert_eq!(first(&KernelOp::Copy, &views(DType::C128, BIG, BIG)), "native");
     }

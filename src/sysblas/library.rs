@@ -28,7 +28,8 @@
 //! the CPU's instruction-set level, and a fallback is named in
 //! [`blas_info`] with the `OPENBLAS_CORETYPE` setting that fixes it. The
 //! dispatcher puts the system BLAS before the native backend only where it
-//! measured faster (complex products from 2048 on), and only for a library
+//! measured faster (large products, `backends::registry::blas_wins`), and
+//! only for a library
 //! that is [`Blas::tuned_for_this_cpu`]; elsewhere it runs only where a
 //! selector asks for it.
 
