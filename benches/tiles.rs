@@ -21,9 +21,10 @@
 //! criterion's measurements (throughput in elements/s is flop/s: one
 //! "element" is one flop). `--quick-table`: the table only.
 //!
-//! The library is looked for as `src/sysblas/library.rs` does: `TA_BLAS_LIB`
-//! if set, else `libopenblas.so.0`, `libblas.so.3`, `libopenblas.so`; all
-//! four symbols are needed. The native kernels are `pub(crate)`, so this
+//! The library is looked for as `src/sysblas/library.rs` does (its
+//! `candidates`): `TA_BLAS_LIB` if set (`none`, `off` or `0`: no library),
+//! else `libopenblas.so.0`, `libblas.so.3`, `libopenblas.so`; all four
+//! symbols are needed. The native kernels are `pub(crate)`, so this
 //! bench compiles the kernel sources into itself (`#[path]` below).
 
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -110,17 +111,9 @@ struct Lapack {
     gemm: GemmFn,
 }
 
-/// Where the library is looked for, as `src/sysblas/library.rs` does.
-fn candidates() -> Vec<String> {
-    match std::env::var("TA_BLAS_LIB") {
-        Ok(v) if !v.is_empty() => vec![v],
-        _ => blas::DEFAULT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
 fn load() -> Result<Lapack, String> {
     let mut why = Vec::new();
-    for path in candidates() {
+    for path in blas::candidates() {
         let c = CString::new(path.clone()).map_err(|e| e.to_string())?;
         // SAFETY: dlopen/dlsym with valid C strings; the handle is never closed.
         unsafe {
@@ -152,6 +145,9 @@ fn load() -> Result<Lapack, String> {
                 gemm: std::mem::transmute::<*mut c_void, GemmFn>(g),
             });
         }
+    }
+    if why.is_empty() {
+        why.push(format!("disabled by {}", blas::ENV_VAR));
     }
     Err(why.join("; "))
 }
@@ -413,7 +409,7 @@ fn criterion_benches(c: &mut Criterion, lib: Option<&Lapack>) {
 }
 
 fn main() {
-    let cands = candidates();
+    let cands = blas::candidates();
     openblas_best(&cands.iter().map(String::as_str).collect::<Vec<_>>());
     let lib = match load() {
         Ok(l) => Some(l),

@@ -38,13 +38,14 @@ fn openblas_kernel(lib: &blas::Blas) -> (String, bool) {
         Ok(v) => format!("OPENBLAS_CORETYPE={v}"),
         Err(_) => "chosen by OpenBLAS".to_string(),
     };
-    let level = match blas::cpu_level() {
+    let cpu = blas::cpu_level();
+    let level = match cpu {
         Some(4) => "AVX-512",
         Some(3) => "AVX2",
         Some(_) => "below AVX2",
         None => "not x86-64",
     };
-    match blas::cpu_level().and_then(|cpu| blas::fallback_note(core, cpu)) {
+    match cpu.and_then(|cpu| blas::fallback_note(core, cpu)) {
         Some(note) => (format!("OpenBLAS kernel: {core} ({how}; CPU level {level}): {note}; no verdict against it"), false),
         None => (format!("OpenBLAS kernel: {core} ({how}; CPU level {level})"), true),
     }
