@@ -23,10 +23,13 @@
  * DAG of a tiled Cholesky, found from program order alone.
  *
  * Priorities (ta_submit_ex.priority) only decide which ready task a free
- * worker takes first: the critical path (POTRF k, then the panel and
- * updates that lead to POTRF k+1) goes ahead of the trailing updates, with
- * StarPU's critical-path priorities: 2 nt - 2 k for POTRF k, less the row
- * index for TRSM, less row and column for SYRK and GEMM.
+ * worker takes first: the critical path goes ahead of the trailing updates,
+ * with the critical-path priorities of StarPU's Cholesky examples. Each
+ * POTRF, and the TRSM, SYRK and GEMM of step k that lead to POTRF k+1 and
+ * to the next panel's first TRSM (row k+1, and the GEMM on tile (k+2, k+1)),
+ * get priority 1; the trailing updates keep the default 0, so they run in
+ * the order they become ready. (StarPU's unbounded variant, which ranks
+ * every task, measured slower: docs/perf-notes/runtime.md, "Priorities".)
  *
  * Each case is checked against a plain-C Cholesky of the same matrix (entry
  * by entry on the lower triangle) and by the residual max|A - L L^T|, with
@@ -103,9 +106,9 @@ static void free_tiles(ta_tensor **t, size_t nt) {
     free(t);
 }
 
-/* Options with priority p (see the header comment). */
-static const ta_submit *at(int p) {
-    prio.priority = p;
+/* Options for a task on the critical path or not (see the header comment). */
+static const ta_submit *at(int critical) {
+    prio.priority = critical ? 1 : 0;
     return &prio.submit;
 }
 
@@ -113,22 +116,20 @@ static const ta_submit *at(int p) {
  * tiles t (row by row); nothing waits. */
 static void submit_cholesky(ta_tensor **t, size_t nt) {
 #define T(i, j) t[(i) * nt + (j)]
-    const int n2 = 2 * (int)nt;
     for (size_t k = 0; k < nt; k++) {
-        const int top = n2 - 2 * (int)k;
-        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, at(top), NULL, &err));
+        OK(ta_potrf(T(k, k), TA_UPLO_LOWER, at(1), NULL, &err));
         ta_tensor *lkk_t = NULL; /* L_kk^T: the transposed view of a lower tile is upper */
         OK(ta_tensor_transpose(T(k, k), &lkk_t, &err));
         for (size_t i = k + 1; i < nt; i++)
-            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, at(top - (int)i), NULL,
+            OK(ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t, at(i == k + 1), NULL,
                        &err));
         OK(ta_tensor_free(lkk_t));
         for (size_t i = k + 1; i < nt; i++) {
-            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), at(top - 2 * (int)i), NULL, &err));
+            OK(ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0), at(i == k + 1), NULL, &err));
             for (size_t j = k + 1; j < i; j++) {
                 ta_tensor *ljk_t = NULL;
                 OK(ta_tensor_transpose(T(j, k), &ljk_t, &err));
-                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), at(top - (int)i - (int)j), NULL, &err));
+                OK(ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0), at(i == k + 2 && j == k + 1), NULL, &err));
                 OK(ta_tensor_free(ljk_t));
             }
         }

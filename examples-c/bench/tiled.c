@@ -21,8 +21,11 @@
  *       (16 x 16 grid: 16 POTRF, 120 TRSM, 120 SYRK, 560 GEMM = 816 tasks)
  *       - tensorasync: one block array, ta_potrf / ta_trsm / ta_syrk / ta_gemm
  *         per tile, transposed operands as ta_tensor_transpose views, with
- *         critical-path priorities (ta_submit_ex.priority, StarPU's unbounded
- *         ones); tensorasync_noprio: the same without priorities;
+ *         critical-path priorities (ta_submit_ex.priority), the bounded ones
+ *         of StarPU's Cholesky examples and of the StarPU row below;
+ *         tensorasync_noprio: the same without priorities;
+ *         tensorasync_unbounded (not run by default: --impl=taunbound):
+ *         with StarPU's unbounded priorities instead (`unbound_prio`);
  *       - StarPU 1.3: the same algorithm and tiling, codelets dpotrf_ /
  *         cblas_dtrsm / cblas_dsyrk / cblas_dgemm (OpenBLAS, 1 thread), with
  *         StarPU's usual critical-path priorities, scheduler `prio`;
@@ -57,7 +60,7 @@
  * (StarPU codelets also set it, as the StarPU examples do) and to 2 before
  * each reference run.
  *
- * Usage: tiled [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio] [--reps=N]
+ * Usage: tiled [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio,taunbound] [--reps=N]
  *              [--gemm-n=N] [--chol-n=N] [--tile=T]
  *              [--sp-sched-gemm=S] [--sp-sched-chol=S] [--no-blas-reset]
  */
@@ -347,17 +350,23 @@ static double ta_gemm_run_with(double *maxerr, int blas_only) {
 static double ta_gemm_run(double *maxerr) { return ta_gemm_run_with(maxerr, 0); }
 static double ta_gemm_blas_run(double *maxerr) { return ta_gemm_run_with(maxerr, 1); }
 
-/* Critical-path priorities, StarPU's unbounded ones (its Cholesky examples'
- * `unbound_prio`): 2 nt - 2 k for POTRF k, less the tile's row and column
- * for the TRSM, SYRK and GEMM of step k, so the next panel goes first. */
+/* Which critical-path priorities a Cholesky run gives its tasks:
+ * - PRIO_BOUNDED, as StarPU's Cholesky examples by default and the StarPU
+ *   run below: 1 for each POTRF and for the tasks that lead to the next
+ *   one (the first TRSM and SYRK of step k, and the GEMM that updates the
+ *   first tile below the next diagonal one), 0 (FIFO) for the rest;
+ * - PRIO_UNBOUNDED, StarPU's `unbound_prio`: 2 nt - 2 k for POTRF k, less
+ *   the tile's row and column for the TRSM, SYRK and GEMM of step k.
+ * docs/perf-notes/runtime.md ("Priorities") compares them. */
+enum { PRIO_NONE, PRIO_BOUNDED, PRIO_UNBOUNDED };
 static ta_submit_ex g_prio;
-static const ta_submit *prio_opts(int on, int p) {
-    if (!on) return &g_opts;
-    g_prio.priority = p;
+static const ta_submit *prio_opts(int mode, int critical, int unbounded) {
+    if (mode == PRIO_NONE) return &g_opts;
+    g_prio.priority = mode == PRIO_BOUNDED ? critical : unbounded;
     return &g_prio.submit;
 }
 
-/* prio: with the priorities above (else every task has the default one). */
+/* prio: which priorities (above). */
 static double ta_chol_run_with(double *maxerr, int prio) {
     size_t n = CHOL_N, nt = ntiles(n);
     const int nti = (int)nt;
@@ -378,24 +387,25 @@ static double ta_chol_run_with(double *maxerr, int prio) {
     ta_status s;
     for (size_t k = 0; k < nt; k++) {
         const int ki = (int)k;
-        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, prio_opts(prio, 2 * nti - 2 * ki), NULL, NULL)))
+        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, prio_opts(prio, 1, 2 * nti - 2 * ki), NULL, NULL)))
             ta_check(s, "ta_potrf", __LINE__);
         ta_tensor *lkk_t = NULL;
         if ((s = ta_tensor_transpose(T(k, k), &lkk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
         for (size_t i = k + 1; i < nt; i++)
             if ((s = ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t,
-                             prio_opts(prio, 2 * nti - 2 * ki - (int)i), NULL, NULL)))
+                             prio_opts(prio, i == k + 1, 2 * nti - 2 * ki - (int)i), NULL, NULL)))
                 ta_check(s, "ta_trsm", __LINE__);
         ta_tensor_free(lkk_t);
         for (size_t i = k + 1; i < nt; i++) {
             if ((s = ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0),
-                             prio_opts(prio, 2 * nti - 2 * ki - 2 * (int)i), NULL, NULL)))
+                             prio_opts(prio, i == k + 1, 2 * nti - 2 * ki - 2 * (int)i), NULL, NULL)))
                 ta_check(s, "ta_syrk", __LINE__);
             for (size_t j = k + 1; j < i; j++) {
                 ta_tensor *ljk_t = NULL;
                 if ((s = ta_tensor_transpose(T(j, k), &ljk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
                 if ((s = ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0),
-                                 prio_opts(prio, 2 * nti - 2 * ki - (int)i - (int)j), NULL, NULL)))
+                                 prio_opts(prio, i == k + 2 && j == k + 1, 2 * nti - 2 * ki - (int)i - (int)j),
+                                 NULL, NULL)))
                     ta_check(s, "ta_gemm", __LINE__);
                 ta_tensor_free(ljk_t);
             }
@@ -416,8 +426,9 @@ static double ta_chol_run_with(double *maxerr, int prio) {
     return t1 - t0;
 }
 
-static double ta_chol_run(double *maxerr) { return ta_chol_run_with(maxerr, 1); }
-static double ta_chol_noprio_run(double *maxerr) { return ta_chol_run_with(maxerr, 0); }
+static double ta_chol_run(double *maxerr) { return ta_chol_run_with(maxerr, PRIO_BOUNDED); }
+static double ta_chol_noprio_run(double *maxerr) { return ta_chol_run_with(maxerr, PRIO_NONE); }
+static double ta_chol_unbounded_run(double *maxerr) { return ta_chol_run_with(maxerr, PRIO_UNBOUNDED); }
 
 /* ================================================================ StarPU */
 
@@ -624,17 +635,18 @@ static double ref_chol_run(double *maxerr) {
 /* ================================================================ driver */
 
 enum { B_GEMM, B_CHOL, NBENCH };
-enum { I_TA, I_SP, I_REF, I_TAB, I_TANP, NIMPL };
+enum { I_TA, I_SP, I_REF, I_TAB, I_TANP, I_TAUB, NIMPL };
 static const char *bench_key[NBENCH] = {"gemm", "cholesky"};
 static const char *impl_key[NIMPL] = {"tensorasync", "starpu", "openblas", "tensorasync_blas",
-                                     "tensorasync_noprio"};
+                                     "tensorasync_noprio", "tensorasync_unbounded"};
 /* The reference is OpenBLAS's dgemm for gemm and its LAPACK dpotrf for Cholesky. */
 static const char *impl_label(int b, int i) { return b == B_CHOL && i == I_REF ? "lapack" : impl_key[i]; }
 typedef double (*run_fn)(double *maxerr);
 /* tensorasync_blas is for gemm only (the BLAS backend offers no potrf/trsm/syrk);
- * tensorasync_noprio (the Cholesky without priorities) for Cholesky only. */
-static const run_fn runs[NBENCH][NIMPL] = {{ta_gemm_run, sp_gemm_run, ref_gemm_run, ta_gemm_blas_run, NULL},
-                                           {ta_chol_run, sp_chol_run, ref_chol_run, NULL, ta_chol_noprio_run}};
+ * tensorasync_noprio and _unbounded (other priorities) for Cholesky only. */
+static const run_fn runs[NBENCH][NIMPL] = {
+    {ta_gemm_run, sp_gemm_run, ref_gemm_run, ta_gemm_blas_run, NULL, NULL},
+    {ta_chol_run, sp_chol_run, ref_chol_run, NULL, ta_chol_noprio_run, ta_chol_unbounded_run}};
 
 typedef struct {
     double warm_s, secs[MAXREP], maxerr;
@@ -744,7 +756,7 @@ int main(int argc, char **argv) {
             BLAS_RESET = 0;
         else {
             fprintf(stderr,
-                    "usage: %s [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio] [--reps=N] [--gemm-n=N] [--chol-n=N] "
+                    "usage: %s [--only=gemm,chol] [--impl=ta,sp,ref,tablas,tanoprio,taunbound] [--reps=N] [--gemm-n=N] [--chol-n=N] "
                     "[--tile=T] [--sp-sched-gemm=S] [--sp-sched-chol=S] [--no-blas-reset]\n",
                     argv[0]);
             return 2;
@@ -753,7 +765,7 @@ int main(int argc, char **argv) {
     if (NREP < 1 || NREP > MAXREP || GEMM_N < 1 || CHOL_N < 1 || TILE < 1) die("bad arguments");
     int do_bench[NBENCH] = {has_token(only, "gemm"), has_token(only, "chol")};
     int enabled[NIMPL] = {has_token(impls, "ta"), has_token(impls, "sp"), has_token(impls, "ref"),
-                          has_token(impls, "tablas"), has_token(impls, "tanoprio")};
+                          has_token(impls, "tablas"), has_token(impls, "tanoprio"), has_token(impls, "taunbound")};
 
     int spv[3];
     starpu_get_version(&spv[0], &spv[1], &spv[2]);
@@ -905,6 +917,9 @@ int main(int argc, char **argv) {
         if (enabled[I_TA] && enabled[I_TANP])
             printf("tensorasync Cholesky with/without priorities: %.1f / %.1f GF/s (%.2fx)\n", med[B_CHOL][I_TA],
                    med[B_CHOL][I_TANP], med[B_CHOL][I_TA] / med[B_CHOL][I_TANP]);
+        if (enabled[I_TA] && enabled[I_TAUB])
+            printf("tensorasync Cholesky with bounded/unbounded priorities: %.1f / %.1f GF/s (%.2fx)\n", med[B_CHOL][I_TA],
+                   med[B_CHOL][I_TAUB], med[B_CHOL][I_TA] / med[B_CHOL][I_TAUB]);
     }
     if (do_bench[B_GEMM] && enabled[I_TAB]) {
         printf("\ntensorasync gemm restricted to the BLAS backend (ta_submit.backends = 1u << TA_BACKEND_BLAS: OpenBLAS,\n"
