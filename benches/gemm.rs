@@ -37,7 +37,7 @@ use blas::Blas;
 #[allow(unused_imports)]
 use faer::traits::ComplexField as _;
 use kernels::float::Float;
-use kernels::gemm::{gemm, gemm_small, SMALL_MAX_FLOPS};
+use kernels::gemm::{gemm, gemm_small, SMALL_MAX_FLOPS, SMALL_MAX_FLOPS_COMPLEX};
 use kernels::mat2::Mat2;
 use kernels::operand::Operand;
 use kernels::par::PAR_MIN_FLOPS;
@@ -357,14 +357,14 @@ fn criterion_benches(c: &mut Criterion, pool: &rayon::ThreadPool, lib: Option<&B
     }
 }
 
-/// Direct triple loop vs sequential faer for tiny n (`SMALL_MAX_FLOPS` is set
-/// from this).
-fn small_sweep() {
-    println!("\n== tiny products, f64: direct loop vs faer (ns per call, best of interleaved reps) ==");
-    println!("current SMALL_MAX_FLOPS = {} (n = {:.0})", SMALL_MAX_FLOPS, (SMALL_MAX_FLOPS as f64).cbrt());
-    for n in [2usize, 4, 6, 8, 10, 12, 16] {
-        let mut p = Problem::<f64>::new(n);
-        let mut q = Problem::<f64>::new(n);
+/// Direct triple loop vs sequential faer for tiny n (`SMALL_MAX_FLOPS` and
+/// `SMALL_MAX_FLOPS_COMPLEX` are set from this).
+fn small_sweep<T: Float>(name: &str, current: usize) {
+    println!("\n== tiny products, {name}: direct loop vs faer (ns per call, best of interleaved reps) ==");
+    println!("current threshold {current} multiply-adds (n = {:.0})", (current as f64).cbrt());
+    for n in [2usize, 3, 4, 5, 6, 8, 10, 12, 16] {
+        let mut p = Problem::<T>::new(n);
+        let mut q = Problem::<T>::new(n);
         const R: usize = 20_000;
         let mut lp = || (0..R).for_each(|_| p.small());
         let mut fq = || (0..R).for_each(|_| q.faer_with(faer::Par::Seq));
@@ -434,7 +434,9 @@ fn main() {
         threshold(&pool);
     }
     if want("small") {
-        small_sweep();
+        small_sweep::<f64>("f64", SMALL_MAX_FLOPS);
+        small_sweep::<f32>("f32", SMALL_MAX_FLOPS);
+        small_sweep::<Complex64>("c128", SMALL_MAX_FLOPS_COMPLEX);
         small_ns(lib.as_ref());
     }
     if !quick {

@@ -12,10 +12,14 @@ use super::par::{par_for, work};
 use crate::dtype::Scalar;
 use crate::error::Result;
 
-/// Products with at most this many multiply-adds (`m*n*k`) use a direct
-/// triple loop instead of faer, whose fixed dispatch cost dominates such tiny
-/// products (crossover measured by benches/gemm.rs).
-pub(crate) const SMALL_MAX_FLOPS: usize = 3 * 3 * 3;
+/// Real products with at most this many multiply-adds (`m*n*k`) use a
+/// direct triple loop instead of faer, whose fixed dispatch cost dominates
+/// such tiny products (crossovers measured by benches/gemm.rs; see
+/// docs/perf-notes/kernels.md).
+pub(crate) const SMALL_MAX_FLOPS: usize = 4 * 4 * 4;
+
+/// The same for complex products, whose loop is slower than faer's at 4x4.
+pub(crate) const SMALL_MAX_FLOPS_COMPLEX: usize = 3 * 3 * 3;
 
 /// `C = alpha*op(A)*op(B) [+ beta*C]` on typed matrices whose shapes agree.
 /// `beta == None` or `beta == 0`: C is overwritten and never read (BLAS
@@ -36,7 +40,8 @@ pub(crate) unsafe fn gemm_mat<T: Float>(c: Mat2<T>, alpha: T, a: Mat2<T>, b: Mat
         }
         return;
     }
-    if m.saturating_mul(n).saturating_mul(k) <= SMALL_MAX_FLOPS {
+    let small_max = if T::DTYPE.is_complex() { SMALL_MAX_FLOPS_COMPLEX } else { SMALL_MAX_FLOPS };
+    if m.saturating_mul(n).saturating_mul(k) <= small_max {
         match (a.conj, b.conj) {
             (false, false) => unsafe { gemm_small::<T, false, false>(c, alpha, a, b, beta) },
             (true, false) => unsafe { gemm_small::<T, true, false>(c, alpha, a, b, beta) },

@@ -58,6 +58,12 @@ fn gemm_all<T: TestEl>(seed: u64) {
         (6, 1, 2),
         (4, 4, 1),
         (1, 1, 5),
+        // Each side of the direct loop's limits (SMALL_MAX_FLOPS: 4x4x4 real,
+        // 3x3x3 complex).
+        (4, 4, 4),
+        (4, 4, 5),
+        (3, 3, 3),
+        (3, 3, 4),
         (0, 3, 2),
         (3, 0, 2),
         (3, 4, 0),
