@@ -350,11 +350,18 @@ static double ta_gemm_run_with(double *maxerr, int blas_only) {
 static double ta_gemm_run(double *maxerr) { return ta_gemm_run_with(maxerr, 0); }
 static double ta_gemm_blas_run(double *maxerr) { return ta_gemm_run_with(maxerr, 1); }
 
+/* Whether the task of step k that writes tile (r, c) is on the critical
+ * path, as StarPU's Cholesky examples rank it by default: each POTRF, and
+ * the TRSM, SYRK and GEMM that lead to the next POTRF and to the next
+ * panel's first TRSM, i.e. those writing tiles (k, k), (k+1, k), (k+1, k+1)
+ * and (k+2, k+1). Both the tensorasync and the StarPU run use it. */
+static int critical_tile(size_t k, size_t r, size_t c) {
+    return (r == k && c == k) || (r == k + 1 && (c == k || c == k + 1)) || (r == k + 2 && c == k + 1);
+}
+
 /* Which critical-path priorities a Cholesky run gives its tasks:
- * - PRIO_BOUNDED, as StarPU's Cholesky examples by default and the StarPU
- *   run below: 1 for each POTRF and for the tasks that lead to the next
- *   one (the first TRSM and SYRK of step k, and the GEMM that updates the
- *   first tile below the next diagonal one), 0 (FIFO) for the rest;
+ * - PRIO_BOUNDED: 1 on the critical path (critical_tile), 0 (FIFO) for the
+ *   rest, as the StarPU run below;
  * - PRIO_UNBOUNDED, StarPU's `unbound_prio`: 2 nt - 2 k for POTRF k, less
  *   the tile's row and column for the TRSM, SYRK and GEMM of step k.
  * docs/perf-notes/runtime.md ("Priorities") compares them. */
@@ -387,24 +394,24 @@ static double ta_chol_run_with(double *maxerr, int prio) {
     ta_status s;
     for (size_t k = 0; k < nt; k++) {
         const int ki = (int)k;
-        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, prio_opts(prio, 1, 2 * nti - 2 * ki), NULL, NULL)))
+        if ((s = ta_potrf(T(k, k), TA_UPLO_LOWER, prio_opts(prio, critical_tile(k, k, k), 2 * nti - 2 * ki), NULL, NULL)))
             ta_check(s, "ta_potrf", __LINE__);
         ta_tensor *lkk_t = NULL;
         if ((s = ta_tensor_transpose(T(k, k), &lkk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
         for (size_t i = k + 1; i < nt; i++)
             if ((s = ta_trsm(T(i, k), TA_SIDE_RIGHT, TA_UPLO_UPPER, TA_DIAG_NON_UNIT, real(1.0), lkk_t,
-                             prio_opts(prio, i == k + 1, 2 * nti - 2 * ki - (int)i), NULL, NULL)))
+                             prio_opts(prio, critical_tile(k, i, k), 2 * nti - 2 * ki - (int)i), NULL, NULL)))
                 ta_check(s, "ta_trsm", __LINE__);
         ta_tensor_free(lkk_t);
         for (size_t i = k + 1; i < nt; i++) {
             if ((s = ta_syrk(T(i, i), TA_UPLO_LOWER, real(-1.0), T(i, k), real(1.0),
-                             prio_opts(prio, i == k + 1, 2 * nti - 2 * ki - 2 * (int)i), NULL, NULL)))
+                             prio_opts(prio, critical_tile(k, i, i), 2 * nti - 2 * ki - 2 * (int)i), NULL, NULL)))
                 ta_check(s, "ta_syrk", __LINE__);
             for (size_t j = k + 1; j < i; j++) {
                 ta_tensor *ljk_t = NULL;
                 if ((s = ta_tensor_transpose(T(j, k), &ljk_t, NULL))) ta_check(s, "ta_tensor_transpose", __LINE__);
                 if ((s = ta_gemm(T(i, j), real(-1.0), T(i, k), ljk_t, real(1.0),
-                                 prio_opts(prio, i == k + 2 && j == k + 1, 2 * nti - 2 * ki - (int)i - (int)j),
+                                 prio_opts(prio, critical_tile(k, i, j), 2 * nti - 2 * ki - (int)i - (int)j),
                                  NULL, NULL)))
                     ta_check(s, "ta_gemm", __LINE__);
                 ta_tensor_free(ljk_t);
@@ -577,21 +584,21 @@ static double sp_chol_run(double *maxerr) {
     openblas_set_num_threads(1);
 
     /* Priorities as in StarPU's own Cholesky examples (bounded priorities):
-     * the tasks on the critical path (each POTRF, the next panel) go first. */
+     * the tasks on the critical path (critical_tile) go first. */
+#define SP_PRIO(r, c) (critical_tile(k, r, c) ? STARPU_MAX_PRIO : STARPU_DEFAULT_PRIO)
     double t0 = now_ns();
     for (size_t k = 0; k < nt; k++) {
-        sp_submit(&cl_potrf, NULL, STARPU_MAX_PRIO, 1, SP_TILE(h, k, k), NULL, NULL);
+        sp_submit(&cl_potrf, NULL, SP_PRIO(k, k), 1, SP_TILE(h, k, k), NULL, NULL);
         for (size_t i = k + 1; i < nt; i++)
-            sp_submit(&cl_trsm, NULL, i == k + 1 ? STARPU_MAX_PRIO : STARPU_DEFAULT_PRIO, 2, SP_TILE(h, k, k),
-                      SP_TILE(h, i, k), NULL);
+            sp_submit(&cl_trsm, NULL, SP_PRIO(i, k), 2, SP_TILE(h, k, k), SP_TILE(h, i, k), NULL);
         for (size_t i = k + 1; i < nt; i++) {
-            sp_submit(&cl_syrk, NULL, i == k + 1 ? STARPU_MAX_PRIO : STARPU_DEFAULT_PRIO, 2, SP_TILE(h, i, k),
-                      SP_TILE(h, i, i), NULL);
+            sp_submit(&cl_syrk, NULL, SP_PRIO(i, i), 2, SP_TILE(h, i, k), SP_TILE(h, i, i), NULL);
             for (size_t j = k + 1; j < i; j++)
-                sp_submit(&cl_gemm_nt, NULL, j == k + 1 && i == k + 2 ? STARPU_MAX_PRIO : STARPU_DEFAULT_PRIO, 3,
+                sp_submit(&cl_gemm_nt, NULL, SP_PRIO(i, j), 3,
                           SP_TILE(h, i, k), SP_TILE(h, j, k), SP_TILE(h, i, j));
         }
     }
+#undef SP_PRIO
     if (starpu_task_wait_for_all() != 0) die("starpu_task_wait_for_all");
     double t1 = now_ns();
 
