@@ -11,6 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use super::lent::with_lent_workers;
 use super::library::{blas, Blas, GemmFn};
 use crate::dtype::{Element, Scalar};
 use crate::error::Error;
@@ -19,7 +20,7 @@ use crate::kernels::float::with_float;
 use crate::kernels::gemm::gemm_check;
 use crate::kernels::mat2::Mat2;
 use crate::kernels::operand::Operand;
-use crate::kernels::par::{par_for, work};
+use crate::kernels::par::{par_for, work, BUSY_PAR_MIN_FLOPS};
 
 /// `C = alpha·op(A)·op(B) [+ beta·C]` through the process's BLAS, with the
 /// semantics of [`crate::kernels::gemm::gemm`]. `Err(reason)`: declined, nothing was
@@ -74,7 +75,8 @@ pub(crate) unsafe fn gemm_blas_with(
     }
     let p = plan(&cm, &am, &bm)?;
     let (bm_, bn, pa, pb) = if p.swap { (n, m, bm.ptr, am.ptr) } else { (m, n, am.ptr, bm.ptr) };
-    let threads = match par_for(with_float!(c.dtype, T => work::<T>(m, n, k), unreachable!("dtype checked above"))) {
+    let w = with_float!(c.dtype, T => work::<T>(m, n, k), unreachable!("dtype checked above"));
+    let threads = match par_for(w) {
         faer::Par::Rayon(t) => t.get(),
         faer::Par::Seq => 1,
     };
@@ -90,11 +92,20 @@ pub(crate) unsafe fn gemm_blas_with(
             ldb: p.ldb,
             ldc: p.ldc,
         };
-        // SAFETY: the plan checked every leading dimension against the
-        // extents, so each block call reads and writes only the operands'
-        // elements, which are valid by the caller's contract; C is
+        // A product large enough to go parallel while tasks wait runs as one
+        // call on the library's threads where idle workers lend their cores
+        // (it packs B once, not once per block), else in blocks.
+        let whole = Block { c: cm.ptr, a: pa, b: pb, m: bm_, n: bn };
+        // SAFETY (both calls): the plan checked every leading dimension
+        // against the extents, so each call reads and writes only the
+        // operands' elements, which are valid by the caller's contract; C is
         // exclusively accessed and its blocks are disjoint.
-        unsafe { call.blocks(Block { c: cm.ptr, a: pa, b: pb, m: bm_, n: bn }, threads) };
+        let lent = threads > 1
+            && w >= BUSY_PAR_MIN_FLOPS
+            && with_lent_workers(lib, threads - 1, || unsafe { call.one(whole) });
+        if !lent {
+            unsafe { call.blocks(whole, threads) };
+        }
         Ok(Ok(()))
     }, unreachable!("dtype checked above"))
 }
@@ -129,6 +140,35 @@ struct Block {
 unsafe impl Send for Block {}
 
 impl<T: Copy + Sync> Call<T> {
+    /// Compute `blk` in one library call, on as many threads as the library
+    /// is set to.
+    ///
+    /// # Safety
+    /// As for [`Call::blocks`].
+    unsafe fn one(&self, blk: Block) {
+        let (m, n) = (blk.m as c_int, blk.n as c_int);
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            (self.f)(
+                &self.ta,
+                &self.tb,
+                &m,
+                &n,
+                &self.k,
+                (&self.alpha as *const T).cast(),
+                blk.a as *const c_void,
+                &self.lda,
+                blk.b as *const c_void,
+                &self.ldb,
+                (&self.beta as *const T).cast(),
+                blk.c as *mut c_void,
+                &self.ldc,
+                1,
+                1,
+            )
+        };
+    }
+
     /// Compute `block` on `threads` threads of the caller's rayon pool (the
     /// runtime's workers): split in two along C's contiguous axis (or its
     /// other one when that is too short) and joined, one single-threaded
@@ -141,27 +181,8 @@ impl<T: Copy + Sync> Call<T> {
     unsafe fn blocks(&self, blk: Block, threads: usize) {
         let size = std::mem::size_of::<T>();
         if threads < 2 || blk.m.max(blk.n) < 16 {
-            let (m, n) = (blk.m as c_int, blk.n as c_int);
             // SAFETY: as the caller guarantees.
-            unsafe {
-                (self.f)(
-                    &self.ta,
-                    &self.tb,
-                    &m,
-                    &n,
-                    &self.k,
-                    (&self.alpha as *const T).cast(),
-                    blk.a as *const c_void,
-                    &self.lda,
-                    blk.b as *const c_void,
-                    &self.ldb,
-                    (&self.beta as *const T).cast(),
-                    blk.c as *mut c_void,
-                    &self.ldc,
-                    1,
-                    1,
-                )
-            };
+            unsafe { self.one(blk) };
             return;
         }
         let left = threads / 2;

@@ -16,10 +16,14 @@
 //! (BLIS), it is set to 1 thread at load: the runtime provides the
 //! parallelism, across tasks and within a large product, which
 //! [`super::gemm`] splits into blocks of C, one single-threaded call per
-//! worker, as the native product does. This setting is process-wide
-//! for that library. OpenBLAS (0.3.7 and later) is safe to call from several
-//! threads at once in this single-threaded mode. (OpenBLAS's pthread build
-//! starts its own pool when loaded; with 1 thread set those threads sleep.)
+//! worker, as the native product does, or, where idle workers lend their
+//! cores, makes as one call on that many of the library's threads
+//! ([`super::lent`]). This setting is process-wide for that library.
+//! OpenBLAS (0.3.7 and later) is safe to call from several threads at once
+//! in this single-threaded mode, and a call that another thread makes while
+//! a lent call runs queues on the same library threads. (OpenBLAS's pthread
+//! build starts its own pool when loaded; with 1 thread set those threads
+//! sleep.)
 //!
 //! Kernel: a dynamic OpenBLAS picks its kernel for the CPU when it loads, and
 //! one that does not know the CPU falls back to an older kernel (Debian's
@@ -35,6 +39,11 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
+
+/// Held while one call runs on several of the library's threads
+/// ([`super::lent`]): the thread count is process-wide, so such calls take
+/// turns, and the library counts as set to one thread meanwhile.
+pub(crate) static MULTI_THREADED_CALL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 /// The environment variable naming the BLAS library to open.
 pub(crate) const ENV_VAR: &str = "TA_BLAS_LIB";
@@ -108,7 +117,7 @@ impl Blas {
     /// backend ([`crate::backends::registry`]).
     pub(crate) fn tuned_for_this_cpu(&self) -> bool {
         let level = self.core.as_deref().and_then(kernel_level);
-        level.is_some() && level == cpu_level() && self.num_threads() == Some(1)
+        level.is_some() && level == cpu_level() && (self.num_threads() == Some(1) || MULTI_THREADED_CALL.is_locked())
     }
 
     /// Why the kernel is a fallback below this CPU's level, if it is one.

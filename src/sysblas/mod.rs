@@ -3,6 +3,7 @@
 //! `crate::backends::blas`.
 
 pub(crate) mod gemm;
+pub(crate) mod lent;
 pub(crate) mod library;
 
 #[cfg(test)]

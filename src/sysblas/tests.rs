@@ -2,17 +2,26 @@
 //! and gemm against an independent reference, over the layouts BLAS takes
 //! and those it declines.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use num_complex::{Complex32, Complex64 as C};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::gemm::{gemm_blas, gemm_blas_with};
+use super::lent::{with_lent_workers, LENT_HERE, TEST_WAIT};
 use super::library::{blas_info, cpu_level, fallback_note, kernel_level, load_from, Blas, DEFAULT_CANDIDATES, ENV_VAR};
 use crate::dtype::DType;
 use crate::dtype::Scalar;
 use crate::error::Status;
 use crate::kernels::operand::Operand;
 use crate::kernels::test_util::{assert_close, complex, rand_scalar, ref_gemm, sc, Lay, Placed, Tens, TestEl};
+
+/// Held by the tests that make lent calls and by those that need none
+/// running, so that the lent tests' calls do not find another test's lent
+/// call in progress (only one runs at a time) and the library's thread
+/// count is 1 outside them.
+static LENT_TESTS: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 /// The system BLAS for the "present" tests, or `None` (skipped) where none
 /// is installed. `TA_REQUIRE_BLAS=1` turns a missing BLAS into a failure.
@@ -103,7 +112,9 @@ fn blas_present_all_dtypes() {
     blas_all::<f64>(&lib, 2);
     blas_all::<Complex32>(&lib, 3);
     blas_all::<C>(&lib, 4);
-    // Loading set BLAS to one thread (the runtime's workers parallelise).
+    // Loading set BLAS to one thread (the runtime's workers parallelise),
+    // and a lent call (another test's) sets it back before it ends.
+    let _no_lent_call = LENT_TESTS.lock();
     if let Some(t) = lib.num_threads() {
         assert_eq!(t, 1, "{}", lib.describe());
     }
@@ -163,6 +174,123 @@ fn blas_concurrent_calls() {
             });
         }
     });
+}
+
+/// On a pool whose other worker is idle, that worker lends its core: the
+/// call runs with the library on two threads, which is back on one after;
+/// a product of 512³ multiply-adds through the gemm takes that path and
+/// matches the reference. (The caller waits up to a second here: on a
+/// machine busy with other tests the idle worker may take longer than the
+/// library's wait to wake.)
+#[test]
+fn blas_lent_worker_runs_the_library_on_two_threads() {
+    let Some(lib) = lib() else { return };
+    if lib.num_threads().is_none() {
+        return;
+    }
+    let _alone = LENT_TESTS.lock();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let mut rng = SmallRng::seed_from_u64(50);
+    pool.install(|| {
+        TEST_WAIT.with(|w| w.set(Some(std::time::Duration::from_secs(1))));
+        // The library counts as tuned (set to one thread) during the call.
+        let tuned = lib.tuned_for_this_cpu();
+        let mut seen = None;
+        let call = || seen = Some((lib.num_threads(), lib.tuned_for_this_cpu()));
+        assert!(with_lent_workers(&lib, 1, call), "the idle worker did not come");
+        assert_eq!(seen, Some((Some(2), tuned)));
+        let before = LENT_HERE.with(|n| n.get());
+        let lays = (Lay::RowMajor, Lay::ColMajor, Lay::RowMajor);
+        blas_case::<f64>(&lib, &mut rng, 512, 512, 512, lays, (false, false));
+        assert_eq!(LENT_HERE.with(|n| n.get()), before + 1, "the product did not run with the lent worker");
+    });
+    assert_eq!(lib.num_threads(), Some(1));
+}
+
+/// A worker busy with a job of its own does not come: the caller stops
+/// waiting, and the call is not made (the product then runs in blocks).
+#[test]
+fn blas_busy_worker_lends_nothing() {
+    let Some(lib) = lib() else { return };
+    let _alone = LENT_TESTS.lock();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let (started, release) = (AtomicBool::new(false), AtomicBool::new(false));
+    pool.install(|| {
+        rayon::scope(|s| {
+            s.spawn(|_| {
+                started.store(true, Ordering::Release);
+                while !release.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+            });
+            // Not run here: this thread spins, so the other worker took it.
+            while !started.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let mut called = false;
+            let ran = with_lent_workers(&lib, 1, || called = true);
+            release.store(true, Ordering::Release);
+            assert!(!ran && !called, "a busy worker lent its core");
+        });
+    });
+    // Outside a pool, or with no other worker, nobody can lend.
+    assert!(!with_lent_workers(&lib, 1, || panic!("no pool here")));
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    assert!(!one.install(|| with_lent_workers(&lib, 0, || panic!("nobody to lend"))));
+}
+
+/// Products of 512³ multiply-adds (large enough to take the lent path) on
+/// two pools at once, against the reference, while plain threads make
+/// single-threaded calls: the two pools' lent calls take turns (or split
+/// into blocks), and the plain calls stay right while the library runs on
+/// two threads.
+#[test]
+fn blas_lent_calls_beside_other_callers() {
+    let Some(lib) = lib() else { return };
+    let _alone = LENT_TESTS.lock();
+    let done = AtomicUsize::new(0);
+    let lent = AtomicUsize::new(0);
+    let lays = (Lay::RowMajor, Lay::RowMajor, Lay::RowMajor);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (lib, done, lent) = (&lib, &done, &lent);
+            s.spawn(move || {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+                let mut rng = SmallRng::seed_from_u64(60 + t);
+                pool.install(|| {
+                    TEST_WAIT.with(|w| w.set(Some(std::time::Duration::from_secs(1))));
+                    for _ in 0..2 {
+                        let before = LENT_HERE.with(|n| n.get());
+                        blas_case::<f64>(lib, &mut rng, 512, 512, 512, lays, (false, false));
+                        lent.fetch_add(LENT_HERE.with(|n| n.get()) - before, Ordering::Relaxed);
+                    }
+                });
+                done.fetch_add(1, Ordering::Release);
+            });
+        }
+        for t in 0..2u64 {
+            let (lib, done) = (&lib, &done);
+            s.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(70 + t);
+                let mut calls = 0;
+                while done.load(Ordering::Acquire) < 2 || calls < 10 {
+                    blas_case::<f64>(
+                        lib,
+                        &mut rng,
+                        40,
+                        50,
+                        60,
+                        (Lay::RowMajor, Lay::ColMajor, Lay::ColMajor),
+                        (false, false),
+                    );
+                    calls += 1;
+                }
+            });
+        }
+    });
+    // One lent call at a time in the process: at least one of the four
+    // products had its pool's idle worker, and not all four at once.
+    assert!(lent.load(Ordering::Relaxed) >= 1, "no product ran with a lent worker");
 }
 
 /// Padded leading dimensions and transposed/adjoint views, and a
