@@ -142,6 +142,18 @@ fn blas_splits_across_the_pool() {
     });
 }
 
+/// A small f64 product: one single-threaded call, as a plain thread makes.
+fn small_f64_case(lib: &Blas, rng: &mut SmallRng) {
+    blas_case::<f64>(lib, rng, 40, 50, 60, (Lay::RowMajor, Lay::ColMajor, Lay::ColMajor), (false, false));
+}
+
+/// This thread's lent calls wait up to a second for the idle worker, which
+/// on a machine busy with other tests may take longer than the library's
+/// wait to wake.
+fn wait_long_for_lenders() {
+    TEST_WAIT.with(|w| w.set(Some(std::time::Duration::from_secs(1))));
+}
+
 /// Concurrent calls from several threads (single-threaded BLAS mode).
 #[test]
 fn blas_concurrent_calls() {
@@ -152,15 +164,7 @@ fn blas_concurrent_calls() {
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(40 + t);
                 for _ in 0..5 {
-                    blas_case::<f64>(
-                        lib,
-                        &mut rng,
-                        40,
-                        50,
-                        60,
-                        (Lay::RowMajor, Lay::ColMajor, Lay::ColMajor),
-                        (false, false),
-                    );
+                    small_f64_case(lib, &mut rng);
                     blas_case::<C>(
                         lib,
                         &mut rng,
@@ -179,9 +183,8 @@ fn blas_concurrent_calls() {
 /// On a pool whose other worker is idle, that worker lends its core: the
 /// call runs with the library on two threads, which is back on one after;
 /// a product of 512³ multiply-adds through the gemm takes that path and
-/// matches the reference. (The caller waits up to a second here: on a
-/// machine busy with other tests the idle worker may take longer than the
-/// library's wait to wake.)
+/// matches the reference (waiting long for the worker:
+/// [`wait_long_for_lenders`]).
 #[test]
 fn blas_lent_worker_runs_the_library_on_two_threads() {
     let Some(lib) = lib() else { return };
@@ -192,7 +195,7 @@ fn blas_lent_worker_runs_the_library_on_two_threads() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut rng = SmallRng::seed_from_u64(50);
     pool.install(|| {
-        TEST_WAIT.with(|w| w.set(Some(std::time::Duration::from_secs(1))));
+        wait_long_for_lenders();
         // The library counts as tuned (set to one thread) during the call.
         let tuned = lib.tuned_for_this_cpu();
         let mut seen = None;
@@ -258,7 +261,7 @@ fn blas_lent_calls_beside_other_callers() {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
                 let mut rng = SmallRng::seed_from_u64(60 + t);
                 pool.install(|| {
-                    TEST_WAIT.with(|w| w.set(Some(std::time::Duration::from_secs(1))));
+                    wait_long_for_lenders();
                     for _ in 0..2 {
                         let before = LENT_HERE.with(|n| n.get());
                         blas_case::<f64>(lib, &mut rng, 512, 512, 512, lays, (false, false));
@@ -274,22 +277,14 @@ fn blas_lent_calls_beside_other_callers() {
                 let mut rng = SmallRng::seed_from_u64(70 + t);
                 let mut calls = 0;
                 while done.load(Ordering::Acquire) < 2 || calls < 10 {
-                    blas_case::<f64>(
-                        lib,
-                        &mut rng,
-                        40,
-                        50,
-                        60,
-                        (Lay::RowMajor, Lay::ColMajor, Lay::ColMajor),
-                        (false, false),
-                    );
+                    small_f64_case(lib, &mut rng);
                     calls += 1;
                 }
             });
         }
     });
-    // One lent call at a time in the process: at least one of the four
-    // products had its pool's idle worker, and not all four at once.
+    // Lent calls take turns in the process, and the first one finds the
+    // turn free: at least one of the four products ran with a lent worker.
     assert!(lent.load(Ordering::Relaxed) >= 1, "no product ran with a lent worker");
 }
 
