@@ -14,7 +14,8 @@
 //! - the parallel-threshold sweep behind `PAR_MIN_FLOPS` (sequential vs
 //!   2-thread faer inside the pool, f64, small n);
 //! - criterion measurements of the same kernels (throughput in elements/s is
-//!   flop/s: one "element" is one flop), and the 4x4 gemm cost in ns.
+//!   flop/s: one "element" is one flop), and the cost in ns of small f64
+//!   products (4x4 to 32x32) against OpenBLAS on one thread.
 //!
 //! The kernels are `pub(crate)` in the library, so this bench compiles the
 //! kernel sources into itself (`#[path]` below) on top of the library's
@@ -375,9 +376,7 @@ fn small_sweep<T: Float>(name: &str, current: usize) {
 }
 
 fn small_ns(lib: Option<&Blas>) {
-    println!("\n== 4x4 gemm cost (ns per call, best of 5 x 100000 calls) ==");
-    let mut p = Problem::<f64>::new(4);
-    let mut pz = Problem::<Complex64>::new(4);
+    println!("\n== small gemm cost (ns per call, best of 5 x 100000 calls; OpenBLAS 1 thread) ==");
     let per = |f: &mut dyn FnMut()| {
         let mut best = f64::INFINITY;
         for _ in 0..5 {
@@ -389,11 +388,28 @@ fn small_ns(lib: Option<&Blas>) {
         }
         best
     };
-    println!("native f64  4x4: {:.0} ns", per(&mut || p.native()));
+    let mut pz = Problem::<Complex64>::new(4);
     println!("native c128 4x4: {:.0} ns", per(&mut || pz.native()));
     if let Some(l) = lib {
-        let mut q = Problem::<f64>::new(4);
-        println!("OpenBLAS f64 4x4 (direct dgemm_): {:.0} ns", per(&mut || q.blas(l)));
+        l.set_num_threads(1);
+    }
+    for n in [4, 8, 12, 16, 24, 32] {
+        let mut p = Problem::<f64>::new(n);
+        let ours = per(&mut || p.native());
+        match lib {
+            Some(l) => {
+                let mut q = Problem::<f64>::new(n);
+                let theirs = per(&mut || q.blas(l));
+                println!(
+                    "f64 {n}x{n}: native {ours:.0} ns, OpenBLAS (direct dgemm_) {theirs:.0} ns, ratio {:.2}",
+                    ours / theirs
+                );
+            }
+            None => println!("f64 {n}x{n}: native {ours:.0} ns"),
+        }
+    }
+    if let Some(l) = lib {
+        l.set_num_threads(THREADS);
     }
 }
 
