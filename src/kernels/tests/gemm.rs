@@ -68,6 +68,13 @@ fn gemm_all<T: TestEl>(seed: u64) {
         (3, 0, 2),
         (3, 4, 0),
         (17, 13, 11),
+        // faer's small-product kernels (nano-gemm, up to 16x16x16), whose
+        // AVX-512 ones run where the CPU has it: whole vectors of each
+        // dtype, partial ones, and the largest size they take.
+        (8, 8, 8),
+        (9, 7, 12),
+        (12, 16, 5),
+        (16, 16, 16),
         (33, 20, 40),
     ];
     for &(m, n, k) in &shapes {
