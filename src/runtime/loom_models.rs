@@ -1,8 +1,9 @@
 //! Model checks of the runtime's concurrency protocols under loom, in a
-//! `--cfg loom` build (see `crate::sync`):
+//! `--cfg loom` build with the `loom` feature (see `crate::sync`; the
+//! script gives the cfg to this crate alone and runs each model):
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --lib --target-dir target/loom loom_
+//! scripts/test-hardening.sh loom
 //! ```
 //!
 //! What runs under the model checker is the library's own code: the task's
