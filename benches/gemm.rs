@@ -14,8 +14,9 @@
 //! - the parallel-threshold sweep behind `PAR_MIN_FLOPS` (sequential vs
 //!   2-thread faer inside the pool, f64, small n);
 //! - criterion measurements of the same kernels (throughput in elements/s is
-//!   flop/s: one "element" is one flop), and the cost in ns of small f64
-//!   products (4x4 to 32x32) against OpenBLAS on one thread.
+//!   flop/s: one "element" is one flop), and the cost in ns of small and
+//!   mid-size f64 products (4x4 to 256x256, sequential) against OpenBLAS on
+//!   one thread.
 //!
 //! The kernels are `pub(crate)` in the library, so this bench compiles the
 //! kernel sources into itself (`#[path]` below) on top of the library's
@@ -376,30 +377,36 @@ fn small_sweep<T: Float>(name: &str, current: usize) {
 }
 
 fn small_ns(lib: Option<&Blas>) {
-    println!("\n== small gemm cost (ns per call, best of 5 x 100000 calls; OpenBLAS 1 thread) ==");
-    let per = |f: &mut dyn FnMut()| {
+    println!(
+        "\n== small and mid-size gemm cost (ns per call, best of 5 reps of up to 100000 calls, about 10 ms each \
+         from 24x24; OpenBLAS 1 thread) =="
+    );
+    // Calls per rep: 100000, or fewer for larger products (about 2*10^8
+    // multiply-adds per rep), at least 200.
+    let calls = |n: usize| (200_000_000 / (n * n * n)).clamp(200, 100_000);
+    let per = |calls: usize, f: &mut dyn FnMut()| {
         let mut best = f64::INFINITY;
         for _ in 0..5 {
             let t = Instant::now();
-            for _ in 0..100_000 {
+            for _ in 0..calls {
                 f();
             }
-            best = best.min(t.elapsed().as_secs_f64() * 1e9 / 1e5);
+            best = best.min(t.elapsed().as_secs_f64() * 1e9 / calls as f64);
         }
         best
     };
     let mut pz = Problem::<Complex64>::new(4);
-    println!("native c128 4x4: {:.0} ns", per(&mut || pz.native()));
+    println!("native c128 4x4: {:.0} ns", per(calls(4), &mut || pz.native()));
     if let Some(l) = lib {
         l.set_num_threads(1);
     }
-    for n in [4, 8, 12, 16, 24, 32] {
+    for n in [4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
         let mut p = Problem::<f64>::new(n);
-        let ours = per(&mut || p.native());
+        let ours = per(calls(n), &mut || p.native());
         match lib {
             Some(l) => {
                 let mut q = Problem::<f64>::new(n);
-                let theirs = per(&mut || q.blas(l));
+                let theirs = per(calls(n), &mut || q.blas(l));
                 println!(
                     "f64 {n}x{n}: native {ours:.0} ns, OpenBLAS (direct dgemm_) {theirs:.0} ns, ratio {:.2}",
                     ours / theirs
