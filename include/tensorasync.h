@@ -1437,19 +1437,23 @@ ta_status ta_syrk(const struct ta_tensor *c,
  * `OPENBLAS_CORETYPE` setting that fixes it) into `buf` as
  * `ta_error_message` does; `TA_STATUS_UNSUPPORTED` when none was found (the
  * BLAS backend then declines everything). The dispatcher prefers the native
- * backend for every operation but large gemm, which goes to the system BLAS
- * first when that is an OpenBLAS whose kernel matches this CPU and which
- * runs one thread per call: on a CPU with AVX-512, gemm of every
+ * backend for every operation but the gemm below, which goes to the system
+ * BLAS first when that is an OpenBLAS whose kernel matches this CPU and
+ * which runs one thread per call: on a CPU with AVX-512, gemm of every
  * floating-point type whose extents are all 2048 or more (measured at
- * 0.98-1.11 times the native backend's speed there); on a CPU with AVX2 but
- * not AVX-512, gemm of every floating-point type whose extents are all 1024
- * or more (measured at 0.95-1.57 times the native backend's speed at 1024
- * and 1.11-1.31 times at 2048); on other CPUs, complex gemm whose extents
- * are all 2048 or more; otherwise the system BLAS runs only where a
+ * 0.98-1.11 times the native backend's speed there), and on an AMD CPU with
+ * AVX-512, double-precision gemm whose extents are all from 24 to 96
+ * (measured at 1.01-1.25 times the native backend's speed); on a CPU with
+ * AVX2 but not AVX-512, gemm of every floating-point type whose extents are
+ * all 1024 or more (measured at 0.95-1.57 times the native backend's speed
+ * at 1024 and 1.11-1.31 times at 2048); on other CPUs, complex gemm whose
+ * extents are all 2048 or more; otherwise the system BLAS runs only where a
  * submission's backend selector asks for it. The library sets OpenBLAS (or
  * BLIS) to one thread when it loads it, and runs a large gemm through it as
- * blocks of the output on the runtime's workers, one call each, so a BLAS
- * product uses the runtime's cores and starts no threads of its own.
+ * blocks of the output on the runtime's workers, one call each, or (from
+ * 512 x 512 x 512 multiply-adds) as one call with a thread for the calling
+ * worker and one for each idle worker, which sleeps meanwhile: a BLAS
+ * product uses the runtime's cores and does not add to them.
  */
 ta_status ta_blas_info(char *buf, size_t cap, size_t *len_out);
 

@@ -57,18 +57,33 @@ pub(crate) const BLAS_GEMM_MIN_AVX512: usize = 2048;
 /// system BLAS on an AVX2 CPU").
 pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 
+/// On an AMD CPU with AVX-512 (Zen 4), f64 products with every extent in
+/// this range ran faster as one call of a tuned OpenBLAS (one thread, on the
+/// worker) than on the native backend, where products of more than 16³
+/// multiply-adds take faer's general path, whose fixed costs these sizes do
+/// not repay. A stream of `ta_gemm` on one output with the backend forced,
+/// BLAS over native, medians of 7 alternated rounds, in five runs (four at
+/// 96): 24x24 0.86-0.95, 32 0.80-0.89, 48 0.90-0.96, 64 0.92-0.99, 96
+/// 0.96-0.97; at 16 either way (0.74-1.06); from 128 the native product
+/// runs on two workers and wins. Intel's AVX-512 Xeons and the other dtypes were not
+/// measured at these sizes, so they keep the native backend
+/// (docs/perf-notes/kernels.md, "AVX-512 kernels for small products").
+pub(crate) const BLAS_F64_MID_AMD_AVX512: std::ops::RangeInclusive<usize> = 24..=96;
+
 /// The dispatch policy between the two host backends that both run gemm:
 /// whether a product of `dtype` and extents `m x n x k` goes to a system
 /// BLAS that is `tuned` (see `Blas::tuned_for_this_cpu`) before the native
 /// backend, on a CPU of x86-64 level `cpu` (see `sysblas::library::cpu_level`:
-/// 3 is AVX2, 4 AVX-512). Elsewhere than AVX2 and AVX-512 nothing was
-/// measured, and only large complex products go to the BLAS.
-pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>) -> bool {
-    let min = m.min(n).min(k);
+/// 3 is AVX2, 4 AVX-512) made by AMD or not (`amd`). Elsewhere than AVX2 and
+/// AVX-512 nothing was measured, and only large complex products go to the
+/// BLAS.
+pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>, amd: bool) -> bool {
+    let (min, max) = (m.min(n).min(k), m.max(n).max(k));
+    let mid = |range: &std::ops::RangeInclusive<usize>| range.contains(&min) && range.contains(&max);
     tuned
         && match cpu {
             Some(3) => min >= BLAS_GEMM_MIN_AVX2,
-            Some(4) => min >= BLAS_GEMM_MIN_AVX512,
+            Some(4) => min >= BLAS_GEMM_MIN_AVX512 || (amd && dtype == DType::F64 && mid(&BLAS_F64_MID_AMD_AVX512)),
             _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
         }
 }
@@ -80,7 +95,8 @@ fn host_order(op: &KernelOp, views: &[ResolvedView<'_>]) -> &'static [&'static d
     let [c, a, _, ..] = views else { return HOST };
     let ([m, n], [_, k]) = (c.extents, a.extents) else { return HOST };
     let cpu = crate::sysblas::library::cpu_level();
-    let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned, cpu);
+    let amd = crate::sysblas::library::cpu_is_amd();
+    let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned, cpu, amd);
     // The library is looked at only for products the policy could send to it.
     if wins(true) && wins(crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu())) {
         HOST_BLAS_FIRST
@@ -277,30 +293,36 @@ mod tests {
 
     #[test]
     fn the_blas_goes_first_only_for_large_products_on_a_tuned_library() {
+        // These clauses do not depend on the vendor.
+        let both = |dtype: DType, m, n, k, tuned, cpu: Option<u8>| {
+            let wins = blas_wins(dtype, m, n, k, tuned, cpu, false);
+            assert_eq!(wins, blas_wins(dtype, m, n, k, tuned, cpu, true), "{m}x{n}x{k} {dtype:?} {cpu:?}");
+            wins
+        };
         // Levels nothing was measured on: large complex products only.
         for cpu in [Some(2), None] {
             let big = BLAS_COMPLEX_GEMM_MIN;
             for dtype in [DType::C64, DType::C128] {
-                assert!(blas_wins(dtype, big, big, big, true, cpu));
-                assert!(blas_wins(dtype, big + 1, 3 * big, big, true, cpu));
-                assert!(!blas_wins(dtype, big, big, big, false, cpu), "an untuned library never");
+                assert!(both(dtype, big, big, big, true, cpu));
+                assert!(both(dtype, big + 1, 3 * big, big, true, cpu));
+                assert!(!both(dtype, big, big, big, false, cpu), "an untuned library never");
                 for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (1024, 1024, 1024)] {
-                    assert!(!blas_wins(dtype, m, n, k, true, cpu), "{m}x{n}x{k} {cpu:?}");
+                    assert!(!both(dtype, m, n, k, true, cpu), "{m}x{n}x{k} {cpu:?}");
                 }
             }
             for dtype in [DType::F32, DType::F64] {
-                assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, true, cpu), "{dtype:?} {cpu:?}");
+                assert!(!both(dtype, 4 * big, 4 * big, 4 * big, true, cpu), "{dtype:?} {cpu:?}");
             }
         }
         // AVX2: every float dtype from 1024 on; AVX-512: from 2048 on.
         for (cpu, big, below) in [(3, BLAS_GEMM_MIN_AVX2, 512), (4, BLAS_GEMM_MIN_AVX512, 1024)] {
             for dtype in [DType::F32, DType::F64, DType::C64, DType::C128] {
-                assert!(blas_wins(dtype, big, big, big, true, Some(cpu)), "{dtype:?} {cpu}");
-                assert!(blas_wins(dtype, 4 * big, big, 2 * big, true, Some(cpu)), "{dtype:?} {cpu}");
-                assert!(!blas_wins(dtype, 4 * big, 4 * big, 4 * big, false, Some(cpu)), "an untuned library never");
+                assert!(both(dtype, big, big, big, true, Some(cpu)), "{dtype:?} {cpu}");
+                assert!(both(dtype, 4 * big, big, 2 * big, true, Some(cpu)), "{dtype:?} {cpu}");
+                assert!(!both(dtype, 4 * big, 4 * big, 4 * big, false, Some(cpu)), "an untuned library never");
                 for (m, n, k) in [(big - 1, big, big), (big, big - 1, big), (big, big, big - 1), (below, below, below)]
                 {
-                    assert!(!blas_wins(dtype, m, n, k, true, Some(cpu)), "{m}x{n}x{k} {dtype:?} {cpu}");
+                    assert!(!both(dtype, m, n, k, true, Some(cpu)), "{m}x{n}x{k} {dtype:?} {cpu}");
                 }
             }
         }
@@ -329,6 +351,34 @@ mod tests {
         assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), want, "tuned: {tuned}, level: {level:?}");
         assert_eq!(first(&gemm, &views(DType::C64, &[8, 8], &[8, 8])), "native");
         assert_eq!(first(&KernelOp::Copy, &views(DType::C128, BIG, BIG)), "native");
+        // Mid-size f64 products: the BLAS first on an AMD AVX-512 CPU only.
+        let amd = crate::sysblas::library::cpu_is_amd();
+        let want = if tuned && level == Some(4) && amd { "blas" } else { "native" };
+        const MID: &[usize] = &[48, 48];
+        assert_eq!(first(&gemm, &views(DType::F64, MID, MID)), want, "tuned: {tuned}, level: {level:?}, amd: {amd}");
+        assert_eq!(first(&gemm, &views(DType::F32, MID, MID)), "native");
+    }
+
+    #[test]
+    fn mid_size_f64_products_go_to_the_blas_on_amd_avx512_only() {
+        let (lo, hi) = (*BLAS_F64_MID_AMD_AVX512.start(), *BLAS_F64_MID_AMD_AVX512.end());
+        for (m, n, k) in [(lo, lo, lo), (hi, hi, hi), (lo, hi, lo), (hi, lo, 48), (32, 64, 96)] {
+            assert!(blas_wins(DType::F64, m, n, k, true, Some(4), true), "{m}x{n}x{k}");
+            assert!(!blas_wins(DType::F64, m, n, k, false, Some(4), true), "an untuned library never");
+            assert!(!blas_wins(DType::F64, m, n, k, true, Some(4), false), "{m}x{n}x{k}: not on other vendors");
+            for cpu in [Some(3), Some(2), None] {
+                assert!(!blas_wins(DType::F64, m, n, k, true, cpu, true), "{m}x{n}x{k} {cpu:?}");
+            }
+            for dtype in [DType::F32, DType::C64, DType::C128] {
+                assert!(!blas_wins(dtype, m, n, k, true, Some(4), true), "{m}x{n}x{k} {dtype:?}: not measured");
+            }
+        }
+        // Every extent must be in the range.
+        for (m, n, k) in
+            [(lo - 1, lo, lo), (lo, lo, lo - 1), (hi + 1, hi, hi), (hi, hi, hi + 1), (16, 16, 16), (128, 128, 128)]
+        {
+            assert!(!blas_wins(DType::F64, m, n, k, true, Some(4), true), "{m}x{n}x{k}");
+        }
     }
 
     #[test]

@@ -32,8 +32,8 @@
 //! the CPU's instruction-set level, and a fallback is named in
 //! [`blas_info`] with the `OPENBLAS_CORETYPE` setting that fixes it. The
 //! dispatcher puts the system BLAS before the native backend only where it
-//! measured faster (large products, `backends::registry::blas_wins`), and
-//! only for a library
+//! measured faster (large products, and mid-size f64 ones on AMD's AVX-512
+//! CPUs: `backends::registry::blas_wins`), and only for a library
 //! that is [`Blas::tuned_for_this_cpu`]; elsewhere it runs only where a
 //! selector asks for it.
 
@@ -171,6 +171,22 @@ pub(crate) fn cpu_level() -> Option<u8> {
     }
     #[cfg(not(target_arch = "x86_64"))]
     None
+}
+
+/// Whether this CPU is AMD's (its vendor string), asked once.
+pub(crate) fn cpu_is_amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AMD.get_or_init(|| {
+            let r = std::arch::x86_64::__cpuid(0);
+            // "AuthenticAMD" in EBX, EDX, ECX.
+            (r.ebx, r.edx, r.ecx)
+                == (u32::from_le_bytes(*b"Auth"), u32::from_le_bytes(*b"enti"), u32::from_le_bytes(*b"cAMD"))
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// The OpenBLAS kernel for a CPU of `level` (on this CPU's vendor and
