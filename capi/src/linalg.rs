@@ -467,8 +467,9 @@ pub extern "C" fn ta_syrk(
 /// which runs one thread per call: on a CPU with AVX-512, gemm of every
 /// floating-point type whose extents are all 2048 or more (measured at
 /// 0.98-1.11 times the native backend's speed there), and on an AMD CPU with
-/// AVX-512, double-precision gemm whose extents are all from 24 to 96
-/// (measured at 1.01-1.25 times the native backend's speed); on a CPU with
+/// AVX-512, double-precision gemm whose extents are all from 24 to 96 and
+/// single-precision gemm whose extents are all from 24 to 64 (measured at
+/// 1.01-1.39 times the native backend's speed); on a CPU with
 /// AVX2 but not AVX-512, gemm of every floating-point type whose extents are
 /// all 1024 or more (measured at 0.95-1.57 times the native backend's speed
 /// at 1024 and 1.11-1.31 times at 2048); on other CPUs, complex gemm whose

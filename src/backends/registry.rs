@@ -65,10 +65,27 @@ pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 /// BLAS over native, medians of 7 alternated rounds, in five runs (four at
 /// 96): 24x24 0.86-0.95, 32 0.80-0.89, 48 0.90-0.96, 64 0.92-0.99, 96
 /// 0.96-0.97; at 16 either way (0.74-1.06); from 128 the native product
-/// runs on two workers and wins. Intel's AVX-512 Xeons and the other dtypes were not
-/// measured at these sizes, so they keep the native backend
-/// (docs/perf-notes/kernels.md, "AVX-512 kernels for small products").
+/// runs on two workers and wins. Intel's AVX-512 Xeons were not measured at
+/// these sizes, so they keep the native backend (docs/perf-notes/kernels.md,
+/// "AVX-512 kernels for small products").
 pub(crate) const BLAS_F64_MID_AMD_AVX512: std::ops::RangeInclusive<usize> = 24..=96;
+
+/// [`BLAS_F64_MID_AMD_AVX512`] for f32 products. The same stream, three
+/// runs: 24x24 0.72-0.97, 32 0.78-0.92, 48 0.86-0.90, 64 0.89-0.94; at 96
+/// level (0.96-1.02), so the range stops at 64. Complex products ran 1.2-1.4
+/// times slower on the BLAS at every size from 12 to 128 (c128, one run) and
+/// stay native.
+pub(crate) const BLAS_F32_MID_AMD_AVX512: std::ops::RangeInclusive<usize> = 24..=64;
+
+/// The extents for which a product of `dtype` goes to the BLAS first on an
+/// AMD CPU with AVX-512 (none for the complex types).
+fn mid_range_amd_avx512(dtype: DType) -> Option<std::ops::RangeInclusive<usize>> {
+    match dtype {
+        DType::F64 => Some(BLAS_F64_MID_AMD_AVX512),
+        DType::F32 => Some(BLAS_F32_MID_AMD_AVX512),
+        _ => None,
+    }
+}
 
 /// The dispatch policy between the two host backends that both run gemm:
 /// whether a product of `dtype` and extents `m x n x k` goes to a system
@@ -83,7 +100,7 @@ pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool,
     tuned
         && match cpu {
             Some(3) => min >= BLAS_GEMM_MIN_AVX2,
-            Some(4) => min >= BLAS_GEMM_MIN_AVX512 || (amd && dtype == DType::F64 && mid(&BLAS_F64_MID_AMD_AVX512)),
+            Some(4) => min >= BLAS_GEMM_MIN_AVX512 || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| mid(&r))),
             _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
         }
 }
@@ -351,33 +368,45 @@ mod tests {
         assert_eq!(first(&gemm, &views(DType::F64, BIG, BIG)), want, "tuned: {tuned}, level: {level:?}");
         assert_eq!(first(&gemm, &views(DType::C64, &[8, 8], &[8, 8])), "native");
         assert_eq!(first(&KernelOp::Copy, &views(DType::C128, BIG, BIG)), "native");
-        // Mid-size f64 products: the BLAS first on an AMD AVX-512 CPU only.
+        // Mid-size real products: the BLAS first on an AMD AVX-512 CPU only.
         let amd = crate::sysblas::library::cpu_is_amd();
         let want = if tuned && level == Some(4) && amd { "blas" } else { "native" };
         const MID: &[usize] = &[48, 48];
-        assert_eq!(first(&gemm, &views(DType::F64, MID, MID)), want, "tuned: {tuned}, level: {level:?}, amd: {amd}");
-        assert_eq!(first(&gemm, &views(DType::F32, MID, MID)), "native");
+        for dtype in [DType::F64, DType::F32] {
+            let got = first(&gemm, &views(dtype, MID, MID));
+            assert_eq!(got, want, "{dtype:?}: tuned: {tuned}, level: {level:?}, amd: {amd}");
+        }
+        assert_eq!(first(&gemm, &views(DType::C128, MID, MID)), "native");
     }
 
     #[test]
-    fn mid_size_f64_products_go_to_the_blas_on_amd_avx512_only() {
-        let (lo, hi) = (*BLAS_F64_MID_AMD_AVX512.start(), *BLAS_F64_MID_AMD_AVX512.end());
-        for (m, n, k) in [(lo, lo, lo), (hi, hi, hi), (lo, hi, lo), (hi, lo, 48), (32, 64, 96)] {
-            assert!(blas_wins(DType::F64, m, n, k, true, Some(4), true), "{m}x{n}x{k}");
-            assert!(!blas_wins(DType::F64, m, n, k, false, Some(4), true), "an untuned library never");
-            assert!(!blas_wins(DType::F64, m, n, k, true, Some(4), false), "{m}x{n}x{k}: not on other vendors");
-            for cpu in [Some(3), Some(2), None] {
-                assert!(!blas_wins(DType::F64, m, n, k, true, cpu, true), "{m}x{n}x{k} {cpu:?}");
+    fn mid_size_real_products_go_to_the_blas_on_amd_avx512_only() {
+        for (dtype, range) in [(DType::F64, BLAS_F64_MID_AMD_AVX512), (DType::F32, BLAS_F32_MID_AMD_AVX512)] {
+            let (lo, hi) = (*range.start(), *range.end());
+            for (m, n, k) in [(lo, lo, lo), (hi, hi, hi), (lo, hi, lo), (hi, lo, 48), (32, 64, hi)] {
+                let what = format!("{m}x{n}x{k} {dtype:?}");
+                assert!(blas_wins(dtype, m, n, k, true, Some(4), true), "{what}");
+                assert!(!blas_wins(dtype, m, n, k, false, Some(4), true), "{what}: an untuned library never");
+                assert!(!blas_wins(dtype, m, n, k, true, Some(4), false), "{what}: not on other vendors");
+                for cpu in [Some(3), Some(2), None] {
+                    assert!(!blas_wins(dtype, m, n, k, true, cpu, true), "{what} {cpu:?}");
+                }
             }
-            for dtype in [DType::F32, DType::C64, DType::C128] {
-                assert!(!blas_wins(dtype, m, n, k, true, Some(4), true), "{m}x{n}x{k} {dtype:?}: not measured");
+            // Every extent must be in the range.
+            for (m, n, k) in
+                [(lo - 1, lo, lo), (lo, lo, lo - 1), (hi + 1, hi, hi), (hi, hi, hi + 1), (16, 16, 16), (128, 128, 128)]
+            {
+                assert!(!blas_wins(dtype, m, n, k, true, Some(4), true), "{m}x{n}x{k} {dtype:?}");
             }
         }
-        // Every extent must be in the range.
-        for (m, n, k) in
-            [(lo - 1, lo, lo), (lo, lo, lo - 1), (hi + 1, hi, hi), (hi, hi, hi + 1), (16, 16, 16), (128, 128, 128)]
-        {
-            assert!(!blas_wins(DType::F64, m, n, k, true, Some(4), true), "{m}x{n}x{k}");
+        // f32 stops at 64, where f64 goes on to 96.
+        assert!(blas_wins(DType::F64, 96, 96, 96, true, Some(4), true));
+        assert!(!blas_wins(DType::F32, 96, 96, 96, true, Some(4), true));
+        // Complex products stay native.
+        for dtype in [DType::C64, DType::C128] {
+            for n in [24, 48, 64, 96] {
+                assert!(!blas_wins(dtype, n, n, n, true, Some(4), true), "{n} {dtype:?}");
+            }
         }
     }
 

@@ -783,15 +783,16 @@ end
 # this CPU and which runs one thread per call: on a CPU with AVX-512, gemm of every
 # floating-point type whose extents are all 2048 or more (measured at 0.98-1.11 times the native
 # backend's speed there), and on an AMD CPU with AVX-512, double-precision gemm whose extents
-# are all from 24 to 96 (measured at 1.01-1.25 times the native backend's speed); on a CPU with
-# AVX2 but not AVX-512, gemm of every floating-point type whose extents are all 1024 or more
-# (measured at 0.95-1.57 times the native backend's speed at 1024 and 1.11-1.31 times at 2048);
-# on other CPUs, complex gemm whose extents are all 2048 or more; otherwise the system BLAS runs
-# only where a submission's backend selector asks for it. The library sets OpenBLAS (or BLIS) to
-# one thread when it loads it, and runs a large gemm through it as blocks of the output on the
-# runtime's workers, one call each, or (from 512 x 512 x 512 multiply-adds) as one call with a
-# thread for the calling worker and one for each idle worker, which sleeps meanwhile: a BLAS
-# product uses the runtime's cores and does not add to them.
+# are all from 24 to 96 and single-precision gemm whose extents are all from 24 to 64 (measured
+# at 1.01-1.39 times the native backend's speed); on a CPU with AVX2 but not AVX-512, gemm of
+# every floating-point type whose extents are all 1024 or more (measured at 0.95-1.57 times the
+# native backend's speed at 1024 and 1.11-1.31 times at 2048); on other CPUs, complex gemm whose
+# extents are all 2048 or more; otherwise the system BLAS runs only where a submission's backend
+# selector asks for it. The library sets OpenBLAS (or BLIS) to one thread when it loads it, and
+# runs a large gemm through it as blocks of the output on the runtime's workers, one call each,
+# or (from 512 x 512 x 512 multiply-adds) as one call with a thread for the calling worker and
+# one for each idle worker, which sleeps meanwhile: a BLAS product uses the runtime's cores and
+# does not add to them.
 function ta_blas_info(buf, cap, len_out)
     @ccall libtensorasync.ta_blas_info(buf::Ptr{Cchar}, cap::Csize_t, len_out::Ptr{Csize_t})::ta_status
 end
