@@ -179,10 +179,12 @@ pub(crate) fn cpu_is_amd() -> bool {
     {
         static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *AMD.get_or_init(|| {
-            let r = std::arch::x86_64::__cpuid(0);
-            // "AuthenticAMD" in EBX, EDX, ECX.
-            (r.ebx, r.edx, r.ecx)
-                == (u32::from_le_bytes(*b"Auth"), u32::from_le_bytes(*b"enti"), u32::from_le_bytes(*b"cAMD"))
+            // CPUID leaf 0: the vendor string ("AuthenticAMD"). The intrinsic
+            // is safe from Rust 1.87 on and unsafe before (rust-version 1.84).
+            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
+            #[allow(unused_unsafe)]
+            let v = unsafe { std::arch::x86_64::__cpuid(0) };
+            (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -199,12 +201,7 @@ pub(crate) fn kernel_for(level: u8) -> &'static str {
             return if has!("avx512bf16") { "Cooperlake" } else { "SkylakeX" };
         }
         if level == 3 {
-            // CPUID leaf 0: the vendor string ("AuthenticAMD"). The intrinsic
-            // is safe from Rust 1.87 on and unsafe before (rust-version 1.84).
-            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
-            #[allow(unused_unsafe)]
-            let v = unsafe { std::arch::x86_64::__cpuid(0) };
-            return if (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163) { "Zen" } else { "Haswell" };
+            return if cpu_is_amd() { "Zen" } else { "Haswell" };
         }
     }
     let _ = level;
