@@ -356,8 +356,14 @@ impl<W: Waiter> EpochQueue<W> {
     /// [`EpochQueue::is_idle`] where the answer takes a few lookups: `false`,
     /// without looking, for an indexed frontier (many view accesses, where
     /// the finished ones before the first unfinished one can be many).
+    #[inline]
     pub(crate) fn is_idle_at_a_glance(&mut self) -> bool {
-        matches!(self.frontier, Frontier::Flat { .. }) && self.is_idle()
+        match &self.frontier {
+            // What a value used only in place keeps: nothing to look at or drop.
+            Frontier::Flat { writer: None, entries } if entries.is_empty() => true,
+            Frontier::Flat { .. } => self.is_idle(),
+            Frontier::Indexed(_) => false,
+        }
     }
 
     /// Add an entry, keeping writers before readers.

@@ -140,6 +140,20 @@ pub(crate) unsafe fn gemm_small<T: Float, const CA: bool, const CB: bool>(
     b: Mat2<T>,
     beta: Option<T>,
 ) {
+    // Where C's rows are contiguous and B's too, each row of C combines B's
+    // rows; where C's columns are contiguous and A's too, the same holds for
+    // the transposes (C^T = B^T A^T). Both sum in the loop's order below.
+    // SAFETY (both calls): the caller's contract, and the unit strides tested.
+    if c.cs == 1 && b.cs == 1 {
+        if unsafe { by_rows::<T, CA, CB>(c, alpha, a, b, beta) } {
+            return;
+        }
+    } else if c.rs == 1
+        && a.rs == 1
+        && unsafe { by_rows::<T, CB, CA>(c.transpose(), alpha, b.transpose(), a.transpose(), beta) }
+    {
+        return;
+    }
     let ld = |x: T, cj: bool| if cj { x.conj() } else { x };
     for i in 0..c.rows as isize {
         let arow = a.ptr.wrapping_offset(i * a.rs);
@@ -158,6 +172,69 @@ pub(crate) unsafe fn gemm_small<T: Float, const CA: bool, const CB: bool>(
                     Some(bt) => alpha * s + bt * *p,
                 };
             }
+        }
+    }
+}
+
+/// [`gemm_small`] for C and B with unit column strides and C at most 4
+/// columns wide (false, and nothing done, when wider): each row of C is a
+/// combination of B's rows, its columns summed side by side in registers.
+/// Measured 1.7x the triple loop at 4x4 (docs/perf-notes/kernels.md).
+///
+/// # Safety
+/// As for [`gemm_mat`], with `c.cs == 1` and `b.cs == 1`.
+#[inline(always)]
+unsafe fn by_rows<T: Float, const CA: bool, const CB: bool>(
+    c: Mat2<T>,
+    alpha: T,
+    a: Mat2<T>,
+    b: Mat2<T>,
+    beta: Option<T>,
+) -> bool {
+    // SAFETY (each arm): as for this function.
+    unsafe {
+        match c.cols {
+            1 => rows_of::<T, CA, CB, 1>(c, alpha, a, b, beta),
+            2 => rows_of::<T, CA, CB, 2>(c, alpha, a, b, beta),
+            3 => rows_of::<T, CA, CB, 3>(c, alpha, a, b, beta),
+            4 => rows_of::<T, CA, CB, 4>(c, alpha, a, b, beta),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// [`by_rows`] for C exactly `N` columns wide.
+///
+/// # Safety
+/// As for [`by_rows`], with `c.cols == N`.
+#[inline(always)]
+unsafe fn rows_of<T: Float, const CA: bool, const CB: bool, const N: usize>(
+    c: Mat2<T>,
+    alpha: T,
+    a: Mat2<T>,
+    b: Mat2<T>,
+    beta: Option<T>,
+) {
+    let ld = |x: T, cj: bool| if cj { x.conj() } else { x };
+    for i in 0..c.rows as isize {
+        let arow = a.ptr.wrapping_offset(i * a.rs);
+        let mut acc = [T::zero(); N];
+        for l in 0..a.cols as isize {
+            // SAFETY: inside A and B by the caller's contract; B's row `l`
+            // is N contiguous elements (unit column stride, N columns).
+            let (x, brow) = unsafe { (ld(*arow.offset(l * a.cs), CA), &*b.ptr.offset(l * b.rs).cast::<[T; N]>()) };
+            for (s, y) in acc.iter_mut().zip(brow) {
+                *s += x * ld(*y, CB);
+            }
+        }
+        // SAFETY: C's row `i` is N contiguous elements, exclusively accessed.
+        let crow = unsafe { &mut *c.ptr.offset(i * c.rs).cast::<[T; N]>() };
+        for (p, s) in crow.iter_mut().zip(acc) {
+            *p = match beta {
+                None => alpha * s,
+                Some(bt) => alpha * s + bt * *p,
+            };
         }
     }
 }

@@ -64,6 +64,17 @@ fn gemm_all<T: TestEl>(seed: u64) {
         (4, 4, 5),
         (3, 3, 3),
         (3, 3, 4),
+        // The direct loop's row and column forms (C 1-4 wide along its unit
+        // stride), and their fallback: thin and flat products within the limits.
+        (2, 4, 8),
+        (4, 2, 8),
+        (1, 4, 16),
+        (4, 1, 16),
+        (2, 3, 10),
+        (1, 3, 9),
+        (3, 1, 9),
+        (2, 2, 6),
+        (1, 6, 5),
         (0, 3, 2),
         (3, 0, 2),
         (3, 4, 0),
