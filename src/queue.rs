@@ -342,7 +342,15 @@ impl<W: Waiter> EpochQueue<W> {
     /// finished entries are dropped (they order nothing any more), so that
     /// asking again costs nothing: a release or wait per view of a tensor
     /// with K finished slice accesses cost O(K) each, O(K²) in all.
+    #[inline]
     pub(crate) fn is_idle(&mut self) -> bool {
+        // Nothing enrolled, or all of it already dropped (what a value used
+        // only in place keeps): nothing to look at or rebuild.
+        matches!(&self.frontier, Frontier::Flat { writer: None, entries } if entries.is_empty()) || self.settle_idle()
+    }
+
+    /// [`EpochQueue::is_idle`] for a frontier that holds something.
+    fn settle_idle(&mut self) -> bool {
         let writer = match &mut self.frontier {
             Frontier::Flat { writer, entries } if entries.iter().all(|e| e.task.is_done()) => writer.take(),
             Frontier::Indexed(ix) if ix.iter().all(|e| e.task.is_done()) => ix.writer.take(),
@@ -356,14 +364,8 @@ impl<W: Waiter> EpochQueue<W> {
     /// [`EpochQueue::is_idle`] where the answer takes a few lookups: `false`,
     /// without looking, for an indexed frontier (many view accesses, where
     /// the finished ones before the first unfinished one can be many).
-    #[inline]
     pub(crate) fn is_idle_at_a_glance(&mut self) -> bool {
-        match &self.frontier {
-            // What a value used only in place keeps: nothing to look at or drop.
-            Frontier::Flat { writer: None, entries } if entries.is_empty() => true,
-            Frontier::Flat { .. } => self.is_idle(),
-            Frontier::Indexed(_) => false,
-        }
+        matches!(self.frontier, Frontier::Flat { .. }) && self.is_idle()
     }
 
     /// Add an entry, keeping writers before readers.

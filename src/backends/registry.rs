@@ -96,11 +96,13 @@ fn mid_range_amd_avx512(dtype: DType) -> Option<std::ops::RangeInclusive<usize>>
 /// BLAS.
 pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>, amd: bool) -> bool {
     let (min, max) = (m.min(n).min(k), m.max(n).max(k));
-    let mid = |range: &std::ops::RangeInclusive<usize>| range.contains(&min) && range.contains(&max);
     tuned
         && match cpu {
             Some(3) => min >= BLAS_GEMM_MIN_AVX2,
-            Some(4) => min >= BLAS_GEMM_MIN_AVX512 || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| mid(&r))),
+            Some(4) => {
+                min >= BLAS_GEMM_MIN_AVX512
+                    || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| r.contains(&min) && r.contains(&max)))
+            }
             _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
         }
 }

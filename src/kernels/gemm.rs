@@ -144,17 +144,16 @@ pub(crate) unsafe fn gemm_small<T: Float, const CA: bool, const CB: bool>(
     // rows; where C's columns are contiguous and A's too, the same holds for
     // the transposes (C^T = B^T A^T). Both sum in the loop's order below.
     // SAFETY (both calls): the caller's contract, and the unit strides tested.
-    if c.cs == 1 && b.cs == 1 {
-        if unsafe { by_rows::<T, CA, CB>(c, alpha, a, b, beta) } {
-            return;
-        }
-    } else if c.rs == 1
-        && a.rs == 1
-        && unsafe { by_rows::<T, CB, CA>(c.transpose(), alpha, b.transpose(), a.transpose(), beta) }
-    {
+    let done = if c.cs == 1 && b.cs == 1 {
+        unsafe { by_rows::<T, CA, CB>(c, alpha, a, b, beta) }
+    } else if c.rs == 1 && a.rs == 1 {
+        unsafe { by_rows::<T, CB, CA>(c.transpose(), alpha, b.transpose(), a.transpose(), beta) }
+    } else {
+        false
+    };
+    if done {
         return;
     }
-    let ld = |x: T, cj: bool| if cj { x.conj() } else { x };
     for i in 0..c.rows as isize {
         let arow = a.ptr.wrapping_offset(i * a.rs);
         for j in 0..c.cols as isize {
@@ -162,15 +161,12 @@ pub(crate) unsafe fn gemm_small<T: Float, const CA: bool, const CB: bool>(
             let mut s = T::zero();
             for l in 0..a.cols as isize {
                 // SAFETY: inside A and B by the caller's contract.
-                unsafe { s += ld(*arow.offset(l * a.cs), CA) * ld(*bcol.offset(l * b.rs), CB) };
+                unsafe { s += conj_if(*arow.offset(l * a.cs), CA) * conj_if(*bcol.offset(l * b.rs), CB) };
             }
             // SAFETY: inside C, exclusively accessed.
             unsafe {
                 let p = c.ptr.offset(i * c.rs + j * c.cs);
-                *p = match beta {
-                    None => alpha * s,
-                    Some(bt) => alpha * s + bt * *p,
-                };
+                *p = update(*p, alpha, s, beta);
             }
         }
     }
@@ -216,26 +212,42 @@ unsafe fn rows_of<T: Float, const CA: bool, const CB: bool, const N: usize>(
     b: Mat2<T>,
     beta: Option<T>,
 ) {
-    let ld = |x: T, cj: bool| if cj { x.conj() } else { x };
     for i in 0..c.rows as isize {
         let arow = a.ptr.wrapping_offset(i * a.rs);
         let mut acc = [T::zero(); N];
         for l in 0..a.cols as isize {
             // SAFETY: inside A and B by the caller's contract; B's row `l`
             // is N contiguous elements (unit column stride, N columns).
-            let (x, brow) = unsafe { (ld(*arow.offset(l * a.cs), CA), &*b.ptr.offset(l * b.rs).cast::<[T; N]>()) };
+            let (x, brow) = unsafe { (conj_if(*arow.offset(l * a.cs), CA), &*b.ptr.offset(l * b.rs).cast::<[T; N]>()) };
             for (s, y) in acc.iter_mut().zip(brow) {
-                *s += x * ld(*y, CB);
+                *s += x * conj_if(*y, CB);
             }
         }
         // SAFETY: C's row `i` is N contiguous elements, exclusively accessed.
         let crow = unsafe { &mut *c.ptr.offset(i * c.rs).cast::<[T; N]>() };
         for (p, s) in crow.iter_mut().zip(acc) {
-            *p = match beta {
-                None => alpha * s,
-                Some(bt) => alpha * s + bt * *p,
-            };
+            *p = update(*p, alpha, s, beta);
         }
+    }
+}
+
+/// `x`, conjugated when `conj` is set.
+#[inline(always)]
+fn conj_if<T: Float>(x: T, conj: bool) -> T {
+    if conj {
+        x.conj()
+    } else {
+        x
+    }
+}
+
+/// A direct product's new element of C: `alpha*s`, plus `beta*c` when
+/// C is read (`beta` set).
+#[inline(always)]
+fn update<T: Float>(c: T, alpha: T, s: T, beta: Option<T>) -> T {
+    match beta {
+        None => alpha * s,
+        Some(bt) => alpha * s + bt * c,
     }
 }
 
