@@ -18,9 +18,17 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user
 fi
 
-# The library's unit-test binary (the kernel tests live there).
-bin=$(cargo test --release -p tensorasync --lib --no-run --message-format=json 2>/dev/null |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+# The library's unit-test binary (the kernel tests live there), as the
+# workspace's `cargo test --release` builds it: selecting the workspace's
+# packages gives the same features, so the binary is reused, not rebuilt
+# (`-p tensorasync` alone drops capi's features and rebuilds the crate).
+bin=$(cargo test --release --lib --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+root = os.path.realpath("Cargo.toml")
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("executable") and os.path.realpath(msg.get("manifest_path", "")) == root:
+        print(msg["executable"])')
 [ -x "$bin" ] || { echo "test-simd-paths: no test binary found" >&2; exit 1; }
 
 run() {
