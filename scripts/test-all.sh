@@ -55,10 +55,11 @@ fi
 
 step "Rust hygiene: cargo fmt --check, cargo clippy -D warnings, cargo doc without warnings"
 cargo fmt --all --check
-# The dev profile, as cargo doc's: the dependencies are checked once for both
-# (and for the no-trace check in scripts/test-observe.sh).
-cargo clippy --workspace --all-targets -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+# Both on the release profile: the dependencies are checked once for the two
+# (and for the no-trace check in scripts/test-observe.sh), and their build
+# scripts are the ones `cargo test --release` runs.
+cargo clippy --release --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace
 python3 scripts/check-import-cycles.py src capi/src capi/cdylib/src
 cyc=$(mktemp -d); printf 'mod a;\nmod b;\n' >"$cyc/lib.rs"
 printf 'use crate::b::X;\n' >"$cyc/a.rs"; printf 'use super::a::Y;\n' >"$cyc/b.rs"

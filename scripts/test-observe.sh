@@ -28,7 +28,8 @@ TA_TRACE="$work/cuda.json" examples-c/build/tests/test_cuda >/dev/null
 "$VENV/bin/python" scripts/test_trace_gantt.py --diamond "$work/diamond.json" \
   --program "$work/cholesky.json" "$work/cholesky-600.json" --device "$work/cuda.json" --workdir "$work/out"
 # The build without the recording code (what scripts/ab-trace-off.sh measures
-# against) still compiles, warning-free. The cfg is read by the core crate
-# alone, so it is given to that crate alone (cargo rustc): the dependencies
-# are the ones `cargo doc` already checked, not a build of their own.
-cargo rustc -q -p tensorasync --lib --profile check -- --cfg ta_no_trace -D warnings
+# against) still compiles, clippy-clean. The cfg is read by the core crate
+# alone, so it is given to that crate alone (clippy passes it to the
+# workspace's crates): the dependencies are the ones the hygiene step's
+# `cargo clippy --release` checked, not a build of their own.
+cargo clippy -q --release -p tensorasync --lib -- --cfg ta_no_trace -D warnings
