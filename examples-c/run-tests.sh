@@ -4,21 +4,50 @@
 # Runs each program (under $VALGRIND if set) with a time limit, keeps its
 # output in LOGDIR/NAME.log, prints one line per program, and ends with the
 # line "N passed, M failed" that CI reads. Exits non-zero if any program failed.
-# V=1 prints every log.
+# V=1 prints every log. JOBS=N runs N programs at a time (default 1); the
+# lines still come in the programs' order. Valgrind runs a program's threads
+# one at a time, so its phase uses one job per core.
 set -u
 phase=$1 logdir=$2 limit=$3
 shift 3
 mkdir -p "$logdir"
-passed=0 failed=0 failures=
+
+# One program: its log, and its exit status and seconds in LOGDIR/NAME.rc.
+run_one() {
+    name=$(basename "$1")
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086 # VALGRIND holds a command and its options
+    timeout -k 10 "$limit" ${VALGRIND:-} "$1" >"$logdir/$name.log" 2>&1
+    rc=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
+    echo "$rc $secs" >"$logdir/$name.rc"
+}
+
 echo "== $phase: $# programs${VALGRIND:+ under valgrind}"
+jobs=${JOBS:-1} running=0
+for prog in "$@"; do
+    rm -f "$logdir/$(basename "$prog").rc"
+done
+for prog in "$@"; do
+    if [ "$jobs" -le 1 ]; then
+        run_one "$prog"
+    else
+        run_one "$prog" &
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+            wait
+            running=0
+        fi
+    fi
+done
+wait
+
+passed=0 failed=0 failures=
 for prog in "$@"; do
     name=$(basename "$prog")
     log=$logdir/$name.log
-    start=$(date +%s.%N)
-    # shellcheck disable=SC2086 # VALGRIND holds a command and its options
-    timeout -k 10 "$limit" ${VALGRIND:-} "$prog" >"$log" 2>&1
-    rc=$?
-    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
+    rc=1 secs=-
+    [ -f "$logdir/$name.rc" ] && read -r rc secs <"$logdir/$name.rc"
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
         printf 'PASS   %-26s %6s s\n' "$name" "$secs"
