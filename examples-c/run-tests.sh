@@ -15,6 +15,7 @@ mkdir -p "$logdir"
 # One program: its log, and its exit status and seconds in LOGDIR/NAME.rc.
 run_one() {
     name=$(basename "$1")
+    rm -f "$logdir/$name.rc"
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # VALGRIND holds a command and its options
     timeout -k 10 "$limit" ${VALGRIND:-} "$1" >"$logdir/$name.log" 2>&1
@@ -26,18 +27,11 @@ run_one() {
 echo "== $phase: $# programs${VALGRIND:+ under valgrind}"
 jobs=${JOBS:-1} running=0
 for prog in "$@"; do
-    rm -f "$logdir/$(basename "$prog").rc"
-done
-for prog in "$@"; do
-    if [ "$jobs" -le 1 ]; then
-        run_one "$prog"
-    else
-        run_one "$prog" &
-        running=$((running + 1))
-        if [ "$running" -ge "$jobs" ]; then
-            wait
-            running=0
-        fi
+    run_one "$prog" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait
+        running=0
     fi
 done
 wait
