@@ -988,6 +988,10 @@ ta_status ta_blocks_tile(const struct ta_blocks *blocks,
  * strided sub-array that enrolls in every covered tile's queue as one
  * composite hazard set (its reads wait for each tile's writers; its writes
  * are exclusive over all of them).
+ *
+ * A coalesced view is used as it is: a slice, permutation, transpose,
+ * conjugate or reshape of it fails with `TA_STATUS_UNSUPPORTED` (coalesce
+ * the tiles wanted instead, or take views of the tiles).
  */
 ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
                              size_t rank,
@@ -1000,7 +1004,8 @@ ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
  * One view over list blocks `first` to `last`, both included (`last` is
  * inclusive, unlike `hi` of `ta_blocks_coalesce`), which must be adjacent and stack
  * into one dense array (equal extents but for the slowest axis):
- * `TA_STATUS_NOT_CONTIGUOUS` otherwise.
+ * `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are refused as for
+ * `ta_blocks_coalesce`.
  */
 ta_status ta_blocks_coalesce_range(const struct ta_blocks *blocks,
                                    size_t first,
@@ -1009,7 +1014,11 @@ ta_status ta_blocks_coalesce_range(const struct ta_blocks *blocks,
                                    struct ta_error **error);
 
 /**
- * The whole array as one view over every block.
+ * The whole array as one view over every block (`ta_blocks_coalesce` over
+ * every tile, or `ta_blocks_coalesce_range` over every block of a list);
+ * views of it are refused as for `ta_blocks_coalesce`. An array of no
+ * tiles (an extent of 0) gives an empty tensor of its extents; a list of
+ * no blocks has none, and fails with `TA_STATUS_INVALID_ARGUMENT`.
  */
 ta_status ta_blocks_all(const struct ta_blocks *blocks,
                         struct ta_tensor **view_out,
@@ -1307,7 +1316,8 @@ ta_status ta_add_product_t(const struct ta_tensor *c,
  * `B` (k < `naxes`) are summed over in pairs; `C`'s axes are `A`'s remaining
  * axes then `B`'s, each in order. With `beta` NULL, an overwrite that
  * constructs or reshapes `C` as `ta_assign_product` does; otherwise
- * `C = alpha·(A·B) + beta·C` with `C` of the right shape.
+ * `C = alpha·(A·B) + beta·C` with `C` of the right shape. A result of more
+ * than 64 axes fails with `TA_STATUS_INVALID_ARGUMENT`.
  */
 ta_status ta_contract(const struct ta_tensor *c,
                       struct ta_scalar alpha,
@@ -1915,6 +1925,7 @@ ta_status ta_tensor_wrap_ex(ta_dtype dtype,
 /**
  * Create a runtime with `threads` worker threads (0: one per available core).
  * Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
+ * More than 4096 threads fails with `TA_STATUS_INVALID_ARGUMENT`.
  */
 ta_status ta_runtime_new(size_t threads, struct ta_runtime **runtime_out, struct ta_error **error);
 
@@ -2039,7 +2050,10 @@ ta_status ta_tensor_new_copy(ta_dtype dtype,
  * still pending when the handle is freed. If this call fails, `release` is
  * not called and the memory stays the caller's. The caller must not touch
  * the memory while operations on the tensor may be running. Strides that
- * make elements overlap give a read-only tensor.
+ * make elements overlap give a read-only tensor. Strides that place an
+ * element further from `data` than a pointer can be offset (`PTRDIFF_MAX`
+ * bytes) fail with `TA_STATUS_INVALID_ARGUMENT`, as in `ta_tensor_new_copy`,
+ * `ta_copy_in`, `ta_copy_out` and the DLPack imports.
  */
 ta_status ta_tensor_wrap(ta_dtype dtype,
                          size_t rank,

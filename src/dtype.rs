@@ -283,6 +283,23 @@ impl Imm {
     pub fn scalar(self) -> Scalar {
         self.scalar
     }
+    /// The operation's name for this kind of value: an error from a fill
+    /// with an exact integer names the C function that took it
+    /// (`ta_fill_i64`).
+    ///
+    /// ```
+    /// use tensorasync::{Imm, Scalar};
+    /// assert_eq!(Imm::from(Scalar::real(1.0)).origin_for("fill", "fill_i64", "fill_u64"), "fill");
+    /// assert_eq!(Imm::int(-1).origin_for("fill", "fill_i64", "fill_u64"), "fill_i64");
+    /// assert_eq!(Imm::uint(1).origin_for("fill", "fill_i64", "fill_u64"), "fill_u64");
+    /// ```
+    pub fn origin_for(self, scalar: &'static str, signed: &'static str, unsigned: &'static str) -> &'static str {
+        match self.int {
+            None => scalar,
+            Some(ExactInt { signed: true, .. }) => signed,
+            Some(ExactInt { signed: false, .. }) => unsigned,
+        }
+    }
     /// The value's 64-bit pattern for an integer dtype (checked by
     /// [`Imm::check_for`]; the element type truncates it to its width).
     fn int_bits(self) -> Option<u64> {

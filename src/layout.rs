@@ -11,6 +11,11 @@ pub type Extents = SmallVec<[usize; 2]>;
 /// Strides in elements (one entry per axis).
 pub type Strides = SmallVec<[isize; 2]>;
 
+/// The most axes a tensor made by an operation has: a contraction whose
+/// result would have more is refused (the C ABI refuses more at every entry,
+/// so that each of its tensors can be sliced, permuted and reshaped there).
+pub const MAX_RANK: usize = 64;
+
 /// Element order for contiguous layouts.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -130,6 +135,27 @@ impl Layout {
             }
         }
         Some((lo, hi))
+    }
+
+    /// The byte offsets of the first byte of the lowest element and the last
+    /// byte of the highest one, for elements of `size` bytes: `None` when the
+    /// layout is empty, or when those offsets or the bytes between them do
+    /// not fit `isize` (no pointer may be offset further).
+    ///
+    /// ```
+    /// use tensorasync::Layout;
+    /// let l = Layout::strided(&[2], &[-3], 0, "example").unwrap();
+    /// assert_eq!(l.checked_byte_span(8), Some((-24, 7)));
+    /// let far = Layout::strided(&[2], &[1 << 60], 0, "example").unwrap();
+    /// assert_eq!(far.checked_byte_span(8), None); // element 1 lies 2^63 bytes on
+    /// ```
+    pub fn checked_byte_span(&self, size: usize) -> Option<(isize, isize)> {
+        let (lo, hi) = self.checked_span()?;
+        let size = isize::try_from(size).ok()?;
+        let first = lo.checked_mul(size)?;
+        let last = hi.checked_mul(size)?.checked_add(size - 1)?;
+        last.checked_sub(first)?;
+        Some((first, last))
     }
 
     /// Elements from the lowest to the highest address the layout reaches

@@ -180,6 +180,7 @@ pub use layout::Layout;
 /// assert_eq!(t.to_vec::<u8>().unwrap(), vec![1, 3, 2, 4]);
 /// ```
 pub use layout::Order;
+pub use layout::MAX_RANK;
 /// What a kernel returns.
 ///
 /// ```

@@ -8,8 +8,8 @@ use ta::{Layout, Order};
 use crate::need;
 use crate::types::*;
 
-/// Largest rank accepted through the C ABI.
-const MAX_RANK: usize = 64;
+/// Largest rank accepted through the C ABI: the core's.
+use ta::MAX_RANK;
 
 pub(crate) fn dtype_arg(d: ta_dtype, origin: &'static str) -> Result<DType, Error> {
     DType::from_u32(d).ok_or_else(|| Error::new(Status::InvalidArgument, origin, format!("unknown dtype {d}")))
@@ -27,8 +27,9 @@ pub(crate) fn order_arg(o: ta_order, origin: &'static str) -> Result<Order, Erro
     }
 }
 
-/// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
-pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
+/// Refuse a rank past [`MAX_RANK`]: every tensor made through the C ABI
+/// can then be sliced, permuted and reshaped through it.
+pub(crate) fn rank_arg(rank: usize, origin: &'static str, what: &str) -> Result<usize, Error> {
     if rank > MAX_RANK {
         return Err(Error::new(
             Status::InvalidArgument,
@@ -36,7 +37,12 @@ pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, w
             format!("`{what}` has {rank} entries, one per axis, and a tensor has at most {MAX_RANK} axes"),
         ));
     }
-    list_arg(p, rank, origin, what)
+    Ok(rank)
+}
+
+/// Read `rank` entries (one per axis) from a C array (NULL allowed when `rank` is 0).
+pub(crate) fn array_arg<'a, T>(p: *const T, rank: usize, origin: &'static str, what: &str) -> Result<&'a [T], Error> {
+    list_arg(p, rank_arg(rank, origin, what)?, origin, what)
 }
 
 /// Read `len` entries from a C array of any length (NULL allowed when `len` is 0).

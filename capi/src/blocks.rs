@@ -1,6 +1,6 @@
 //! Block arrays from C.
 
-use super::args::{array_arg, domain_arg, dtype_arg, order_arg};
+use super::args::{array_arg, domain_arg, dtype_arg, order_arg, rank_arg};
 use super::{arg, guard, make_handle, need, put};
 use super::{ta_blocks, ta_domain, ta_dtype, ta_error, ta_order, ta_status, ta_tensor};
 use ta::BlockArray;
@@ -63,7 +63,10 @@ pub extern "C" fn ta_blocks_new_list(
             // SAFETY: `ranks` holds `nblocks` entries by the C contract.
             unsafe { std::slice::from_raw_parts(ranks, nblocks) }
         };
-        let total: usize = ranks.iter().sum();
+        let mut total = 0usize;
+        for (i, &r) in ranks.iter().enumerate() {
+            total += rank_arg(r, O, &format!("extents of block {i}"))?;
+        }
         let flat: &[usize] = if total == 0 {
             &[]
         } else {
@@ -164,6 +167,10 @@ pub extern "C" fn ta_blocks_tile(
 /// strided sub-array that enrolls in every covered tile's queue as one
 /// composite hazard set (its reads wait for each tile's writers; its writes
 /// are exclusive over all of them).
+///
+/// A coalesced view is used as it is: a slice, permutation, transpose,
+/// conjugate or reshape of it fails with `TA_STATUS_UNSUPPORTED` (coalesce
+/// the tiles wanted instead, or take views of the tiles).
 #[no_mangle]
 pub extern "C" fn ta_blocks_coalesce(
     blocks: *const ta_blocks,
@@ -186,7 +193,8 @@ pub extern "C" fn ta_blocks_coalesce(
 /// One view over list blocks `first` to `last`, both included (`last` is
 /// inclusive, unlike `hi` of `ta_blocks_coalesce`), which must be adjacent and stack
 /// into one dense array (equal extents but for the slowest axis):
-/// `TA_STATUS_NOT_CONTIGUOUS` otherwise.
+/// `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are refused as for
+/// `ta_blocks_coalesce`.
 #[no_mangle]
 pub extern "C" fn ta_blocks_coalesce_range(
     blocks: *const ta_blocks,
@@ -204,7 +212,11 @@ pub extern "C" fn ta_blocks_coalesce_range(
     })
 }
 
-/// The whole array as one view over every block.
+/// The whole array as one view over every block (`ta_blocks_coalesce` over
+/// every tile, or `ta_blocks_coalesce_range` over every block of a list);
+/// views of it are refused as for `ta_blocks_coalesce`. An array of no
+/// tiles (an extent of 0) gives an empty tensor of its extents; a list of
+/// no blocks has none, and fails with `TA_STATUS_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn ta_blocks_all(
     blocks: *const ta_blocks,

@@ -301,6 +301,7 @@ fn import(
         let dtype = from_dl_dtype(t.dtype, origin)?;
         let ndim = usize::try_from(t.ndim)
             .map_err(|_| Error::new(Status::InvalidArgument, origin, format!("ndim {} is negative", t.ndim)))?;
+        let ndim = crate::args::rank_arg(ndim, origin, "dl_tensor.shape")?;
         let shape: &[i64] = if ndim == 0 {
             &[]
         } else {
@@ -352,7 +353,8 @@ fn import(
         Ok(t) => Ok(t),
         Err(e) => {
             let r = slot.lock().take().expect("the hook was not called");
-            Err((e, r))
+            // The import is the C function called, not the wrap it uses.
+            Err((e.with_origin(origin), r))
         }
     }
 }

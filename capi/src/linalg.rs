@@ -228,7 +228,8 @@ pub extern "C" fn ta_add_product_t(
 /// `B` (k < `naxes`) are summed over in pairs; `C`'s axes are `A`'s remaining
 /// axes then `B`'s, each in order. With `beta` NULL, an overwrite that
 /// constructs or reshapes `C` as `ta_assign_product` does; otherwise
-/// `C = alpha·(A·B) + beta·C` with `C` of the right shape.
+/// `C = alpha·(A·B) + beta·C` with `C` of the right shape. A result of more
+/// than 64 axes fails with `TA_STATUS_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn ta_contract(
     c: *const ta_tensor,

@@ -91,8 +91,9 @@ impl<R: RuntimeRef> Opts<R> {
                 unsafe { f(crate::status::to_c(status), ud.0) }
             }) as ta::Callback
         });
-        if o.flags & !(super::TA_SUBMIT_TRANSFER | super::TA_SUBMIT_EXTENDED | super::TA_SUBMIT_DEFER) != 0 {
-            return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {:#x}", o.flags)));
+        let unknown = o.flags & !(super::TA_SUBMIT_TRANSFER | super::TA_SUBMIT_EXTENDED | super::TA_SUBMIT_DEFER);
+        if unknown != 0 {
+            return Err(Error::new(Status::InvalidArgument, origin, format!("unknown flags {unknown:#x}")));
         }
         let priority =
             if o.flags & super::TA_SUBMIT_EXTENDED != 0 { super::submit_ex::priority(opts, origin)? } else { 0 };

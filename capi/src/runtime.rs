@@ -7,6 +7,7 @@ use ta::{Runtime, ShutdownMode};
 
 /// Create a runtime with `threads` worker threads (0: one per available core).
 /// Kernels that are parallel (`ta_kernel_parallel_for`) share these workers.
+/// More than 4096 threads fails with `TA_STATUS_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn ta_runtime_new(
     threads: usize,

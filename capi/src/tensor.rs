@@ -126,7 +126,10 @@ fn wrap(
 /// still pending when the handle is freed. If this call fails, `release` is
 /// not called and the memory stays the caller's. The caller must not touch
 /// the memory while operations on the tensor may be running. Strides that
-/// make elements overlap give a read-only tensor.
+/// make elements overlap give a read-only tensor. Strides that place an
+/// element further from `data` than a pointer can be offset (`PTRDIFF_MAX`
+/// bytes) fail with `TA_STATUS_INVALID_ARGUMENT`, as in `ta_tensor_new_copy`,
+/// `ta_copy_in`, `ta_copy_out` and the DLPack imports.
 #[no_mangle]
 pub extern "C" fn ta_tensor_wrap(
     dtype: ta_dtype,

@@ -85,8 +85,9 @@ pub extern "C" fn ta_tensor_wrap_ex(
             Some(unsafe { *options })
         };
         let flags = opts.map_or(0, |o| o.flags);
-        if flags & !TA_WRAP_READ_ONLY != 0 {
-            return Err(Error::new(Status::InvalidArgument, O, format!("unknown flags {flags:#x}")));
+        let unknown = flags & !TA_WRAP_READ_ONLY;
+        if unknown != 0 {
+            return Err(Error::new(Status::InvalidArgument, O, format!("unknown flags {unknown:#x}")));
         }
         let dt = dtype_arg(dtype, O)?;
         let layout = layout_arg(rank, extents, strides, order_arg(order, O)?, O)?;

@@ -204,7 +204,7 @@ fn none_offers(tag: OpTag, dtype: DType, domain: Domain, selector: Selector, ori
     Error::new(
         Status::Unsupported,
         origin,
-        format!("no allowed backend offers {tag:?} for {} on {domain}", dtype.name()),
+        format!("no allowed backend offers {} for {} on {domain}", tag.name(), dtype.name()),
     )
 }
 
@@ -245,7 +245,11 @@ fn walk_list(
             }
         }
     }
-    Err(Error::new(Status::NoBackend, origin.to_origin(), format!("every backend declined {:?}: {reasons}", op.tag())))
+    Err(Error::new(
+        Status::NoBackend,
+        origin.to_origin(),
+        format!("every backend declined {}: {reasons}", op.tag().name()),
+    ))
 }
 
 #[cfg(test)]

@@ -27,6 +27,30 @@ pub enum OpTag {
     Syrk,
 }
 
+impl OpTag {
+    /// The operation's name in messages: the C function's, without `ta_`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpTag::Fill => "fill",
+            OpTag::Scale => "scale",
+            OpTag::Axpy => "axpy",
+            OpTag::Copy => "copy",
+            OpTag::CopyIn => "copy_in",
+            OpTag::CopyOut => "copy_out",
+            OpTag::Gemm => "gemm",
+            OpTag::Contract => "contract",
+            OpTag::Permute => "permute",
+            OpTag::Conj => "conj",
+            OpTag::Sum => "sum",
+            OpTag::Dot => "dot",
+            OpTag::Norm2 => "norm2",
+            OpTag::Potrf => "potrf",
+            OpTag::Trsm => "trsm",
+            OpTag::Syrk => "syrk",
+        }
+    }
+}
+
 /// Host memory given by the caller for copy-in/copy-out. The caller keeps it
 /// valid until the operation completes (documented at the C ABI).
 pub(crate) struct HostBuffer {

@@ -6,6 +6,7 @@ use super::Body;
 use crate::backends::registry;
 use crate::dispatch::{HostBuffer, KernelOp, OpTag};
 use crate::domain::Domain;
+use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::layout::{Layout, Order};
 use crate::queue::Mode;
@@ -175,10 +176,15 @@ fn check_host_buffer(ptr: *const u8, l: &Layout, t: &Tensor, origin: &'static st
     }
     // Element offsets must stay representable as byte offsets from `ptr`;
     // negative strides (memory below `ptr`) are the caller's to provide.
-    let bytes_ok = |o: isize| o.checked_mul(t.dtype().size() as isize).is_some();
-    match l.checked_span() {
-        Some((lo, hi)) if bytes_ok(lo) && bytes_ok(hi) => Ok(()),
-        None if l.is_empty() => Ok(()),
-        _ => Err(Error::new(Status::InvalidArgument, origin, "host layout offsets overflow")),
+    host_bytes_fit(l, t.dtype(), origin)
+}
+
+/// Refuse a host layout whose byte offsets from its pointer do not fit
+/// `isize` (see [`Layout::checked_byte_span`]).
+pub(crate) fn host_bytes_fit(l: &Layout, dtype: DType, origin: &'static str) -> Result<()> {
+    if l.is_empty() || l.checked_byte_span(dtype.size()).is_some() {
+        Ok(())
+    } else {
+        Err(Error::new(Status::InvalidArgument, origin, "host layout offsets overflow"))
     }
 }

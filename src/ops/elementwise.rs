@@ -19,12 +19,12 @@ use crate::tensor::handle::Tensor;
 /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7, 7, 7]);
 /// ```
 pub fn fill<C: Completion>(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_, C>) -> Result<C::Output> {
-    const ORIGIN: &str = "fill";
     let value = value.into();
-    value.check_for(t.dtype(), ORIGIN)?;
-    let candidates = registry::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, ORIGIN)?;
+    let origin = value.origin_for("fill", "fill_i64", "fill_u64");
+    value.check_for(t.dtype(), origin)?;
+    let candidates = registry::select(OpTag::Fill, t.dtype(), t.domain(), opts.selector, origin)?;
     let body = Body::Native { op: KernelOp::Fill(value), candidates };
-    submit(ORIGIN, ORIGIN, &[(t, Mode::Write)], body, opts, |_| Ok(()))
+    submit(origin, origin, &[(t, Mode::Write)], body, opts, |_| Ok(()))
 }
 
 /// `x = alpha * x` (an update: a poisoned `x` stays poisoned).
@@ -36,12 +36,12 @@ pub fn fill<C: Completion>(t: &Tensor, value: impl Into<Imm>, opts: Submit<'_, C
 /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, -4.0, 7.0]);
 /// ```
 pub fn scale<C: Completion>(x: &Tensor, alpha: impl Into<Imm>, opts: Submit<'_, C>) -> Result<C::Output> {
-    const ORIGIN: &str = "scale";
     let alpha = alpha.into();
-    alpha.check_for(x.dtype(), ORIGIN)?;
-    let candidates = registry::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, ORIGIN)?;
+    let origin = alpha.origin_for("scale", "scale_i64", "scale_u64");
+    alpha.check_for(x.dtype(), origin)?;
+    let candidates = registry::select(OpTag::Scale, x.dtype(), x.domain(), opts.selector, origin)?;
     let body = Body::Native { op: KernelOp::Scale(alpha), candidates };
-    submit(ORIGIN, ORIGIN, &[(x, Mode::Update)], body, opts, |_| Ok(()))
+    submit(origin, origin, &[(x, Mode::Update)], body, opts, |_| Ok(()))
 }
 
 /// `y = alpha * x + y`.

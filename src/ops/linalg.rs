@@ -210,6 +210,16 @@ fn check_float(dtype: DType, origin: &'static str) -> Result<()> {
     }
 }
 
+/// The operation's name: `with_tensors` where a scalar is a 0-d tensor, so
+/// that an error names the C function that took it (`ta_gemm_t`).
+fn origin_for(plain: &'static str, with_tensors: &'static str, scalars: &[&ScalarArg<'_>]) -> &'static str {
+    if scalars.iter().any(|s| matches!(s, ScalarArg::Tensor(_))) {
+        with_tensors
+    } else {
+        plain
+    }
+}
+
 fn gemm_like<'a, C: Completion>(
     origin: &'static str,
     c: &'a Tensor,
@@ -271,7 +281,8 @@ pub fn assign_product<'a, C: Completion>(
     b: &'a Tensor,
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
-    gemm_like("assign_product", c, alpha.into(), a, b, None, opts)
+    let alpha = alpha.into();
+    gemm_like(origin_for("assign_product", "assign_product_t", &[&alpha]), c, alpha, a, b, None, opts)
 }
 
 /// `C = alpha·A·B + C`: `C` must exist with the product's shape.
@@ -291,7 +302,9 @@ pub fn add_product<'a, C: Completion>(
     b: &'a Tensor,
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
-    gemm_like("add_product", c, alpha.into(), a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
+    let alpha = alpha.into();
+    let origin = origin_for("add_product", "add_product_t", &[&alpha]);
+    gemm_like(origin, c, alpha, a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
 }
 
 /// `C = alpha·A·B + beta·C`: `C` must exist with the product's shape.
@@ -316,7 +329,8 @@ pub fn gemm<'a, C: Completion>(
     beta: impl Into<ScalarArg<'a>>,
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
-    gemm_like("gemm", c, alpha.into(), a, b, Some(beta.into()), opts)
+    let (alpha, beta) = (alpha.into(), beta.into());
+    gemm_like(origin_for("gemm", "gemm_t", &[&alpha, &beta]), c, alpha, a, b, Some(beta), opts)
 }
 
 /// Tensor contraction (tensordot): pairs `(a_axes[k], b_axes[k])` are summed
@@ -363,6 +377,17 @@ pub fn contract<'a, C: Completion>(
         scalars_are_0d(l, 3, n, O)?;
         let shape = shapes::contract_shape(&extents_of(l, 1), &extents_of(l, 2), a_axes, b_axes)
             .map_err(|e| Error::new(e.status(), O, e.message().to_string()))?;
+        if shape.len() > crate::layout::MAX_RANK {
+            return Err(Error::new(
+                Status::InvalidArgument,
+                O,
+                format!(
+                    "the result would have {} axes, and a tensor has at most {}",
+                    shape.len(),
+                    crate::layout::MAX_RANK
+                ),
+            ));
+        }
         if beta_slot.is_some() {
             require_output(l, 0, &shape, O)
         } else {

@@ -87,6 +87,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.0, 3.0, 5.0]);
     /// ```
     pub unsafe fn from_host(dtype: DType, src: &Layout, ptr: *const u8, order: Order) -> Result<Tensor> {
+        super::copy::host_bytes_fit(src, dtype, "tensor_new_copy")?;
         let c = Value::alloc_contents(dtype, &src.extents, order, Domain::Host, "tensor_new_copy")?;
         // SAFETY: `c` is fresh and dense for `src.extents`; `ptr` by the caller.
         unsafe { crate::backends::native::copy_raw(dtype, c.storage().ptr(), &c.layout, ptr, src) };

@@ -76,16 +76,30 @@ impl RuntimeInner {
 }
 
 impl Runtime {
-    /// A runtime with `threads` workers (0 = one per available core).
+    /// The most workers a runtime has: a larger count is refused at once
+    /// rather than started thread by thread until the system runs out.
+    pub const MAX_THREADS: usize = 4096;
+
+    /// A runtime with `threads` workers (0 = one per available core; at
+    /// most [`Runtime::MAX_THREADS`]).
     ///
     /// ```
-    /// let rt = tensorasync::Runtime::new(2).unwrap();
+    /// use tensorasync::{Runtime, Status};
+    /// let rt = Runtime::new(2).unwrap();
     /// assert_eq!(rt.threads(), 2);
-    /// let per_core = tensorasync::Runtime::new(0).unwrap();
+    /// let per_core = Runtime::new(0).unwrap();
     /// assert!(per_core.threads() >= 1);
+    /// assert_eq!(Runtime::new(usize::MAX).err().map(|e| e.status()), Some(Status::InvalidArgument));
     /// ```
     pub fn new(threads: usize) -> Result<Runtime> {
-        let threads = if threads == 0 { default_threads() } else { threads };
+        let threads = if threads == 0 { default_threads().min(Self::MAX_THREADS) } else { threads };
+        if threads > Self::MAX_THREADS {
+            return Err(Error::new(
+                Status::InvalidArgument,
+                "runtime_new",
+                format!("{threads} worker threads: a runtime has at most {}", Self::MAX_THREADS),
+            ));
+        }
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;

@@ -34,7 +34,13 @@ use crate::tensor::value::{Contents, Value, ValueRc};
 enum Shape {
     /// A grid of tiles over one array (dense but for a padded leading
     /// dimension; see [`padded_leading_dimension`]).
-    Tiled { extents: SmallVec<[usize; 4]>, tile: SmallVec<[usize; 4]>, grid: SmallVec<[usize; 4]>, whole: Layout },
+    Tiled {
+        extents: SmallVec<[usize; 4]>,
+        tile: SmallVec<[usize; 4]>,
+        grid: SmallVec<[usize; 4]>,
+        whole: Layout,
+        order: Order,
+    },
     /// Blocks of arbitrary shapes, each dense in `order`, one after another.
     List { order: Order },
 }
@@ -96,7 +102,7 @@ impl BlockArray {
             }
             layouts.push(Layout { offset, extents: ext, strides: whole.strides.clone() });
         }
-        let shape = Shape::Tiled { extents: extents.into(), tile: tile.into(), grid, whole };
+        let shape = Shape::Tiled { extents: extents.into(), tile: tile.into(), grid, whole, order };
         Ok(BlockArray(Self::assemble(dtype, domain, storage, layouts, shape, O)?))
     }
 
@@ -259,7 +265,7 @@ impl BlockArray {
     /// ```
     pub fn coalesce(&self, lo: &[usize], hi: &[usize]) -> Result<Tensor> {
         const O: &str = "blocks_coalesce";
-        let Shape::Tiled { extents, tile, grid, whole } = &self.0.shape else {
+        let Shape::Tiled { extents, tile, grid, whole, .. } = &self.0.shape else {
             return Err(Error::new(Status::InvalidArgument, O, "use coalesce_range for a list of blocks"));
         };
         if lo.len() != grid.len() || hi.len() != grid.len() {
@@ -366,12 +372,25 @@ impl BlockArray {
     /// let all = b.all().unwrap();
     /// assert_eq!(all.extents().unwrap().as_slice(), &[3, 3]);
     /// assert_eq!(all.to_vec::<f64>().unwrap(), vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.0]);
+    /// // No tile: an empty tensor of the array's extents.
+    /// let none = BlockArray::tiled(DType::F64, &[0, 3], &[2, 2], Order::RowMajor, Default::default()).unwrap();
+    /// assert_eq!(none.all().unwrap().extents().unwrap().as_slice(), &[0, 3]);
     /// ```
     pub fn all(&self) -> Result<Tensor> {
+        const O: &str = "blocks_all";
         match &self.0.shape {
+            // No tile to view: an empty tensor of the array's extents.
+            Shape::Tiled { extents, grid, order, .. } if grid.contains(&0) => {
+                let c = Value::alloc_contents(self.0.dtype, extents, *order, self.0.domain, O)?;
+                Ok(Tensor::of_contents(self.0.dtype, self.0.domain, c))
+            }
             Shape::Tiled { grid, .. } => self.coalesce(&vec![0; grid.len()], grid),
-            Shape::List { .. } => self.coalesce_range(0, self.count().saturating_sub(1)),
+            Shape::List { .. } if self.count() == 0 => {
+                Err(Error::new(Status::InvalidArgument, O, "an array of no blocks has no extents to view"))
+            }
+            Shape::List { .. } => self.coalesce_range(0, self.count() - 1),
         }
+        .map_err(|e| e.with_origin(O))
     }
 }
 

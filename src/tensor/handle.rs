@@ -190,12 +190,11 @@ impl Tensor {
         // The storage starts at the lowest element the layout reaches, which
         // lies below `ptr` when strides are negative.
         let too_large = || Error::new(Status::InvalidArgument, origin, "layout is too large");
-        let (lo, bytes) = match layout.checked_span() {
-            Some((lo, _)) => (lo, layout.footprint().and_then(|n| n.checked_mul(dtype.size())).ok_or_else(too_large)?),
-            None if layout.is_empty() => (0, 0),
+        let (lo, shift, bytes) = match layout.checked_byte_span(dtype.size()) {
+            Some((first, last)) => (layout.checked_span().ok_or_else(too_large)?.0, first, (last - first + 1) as usize),
+            None if layout.is_empty() => (0, 0, 0),
             None => return Err(too_large()),
         };
-        let shift = lo.checked_mul(dtype.size() as isize).ok_or_else(too_large)?;
         let mut layout = layout;
         layout.offset -= lo;
         // SAFETY: by the caller's contract every addressed element is valid

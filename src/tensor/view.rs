@@ -118,13 +118,22 @@ impl SliceSpec {
                 if self.start < 0 || self.stop < self.start || self.stop > n {
                     return bad(format!("{}..{} step {s} is out of range", self.start, self.stop));
                 }
-                (self.stop - self.start + s - 1) / s
+                // (stop - start - 1) / s + 1 without overflow for any step.
+                if self.stop == self.start {
+                    0
+                } else {
+                    (self.stop - self.start - 1) / s + 1
+                }
             }
             s => {
                 if self.stop < -1 || self.start < self.stop || self.start > n - 1 && self.start != self.stop {
                     return bad(format!("{}..{} step {s} is out of range", self.start, self.stop));
                 }
-                (self.start - self.stop + (-s) - 1) / (-s)
+                if self.start == self.stop {
+                    0
+                } else {
+                    ((self.start - self.stop - 1) as usize / s.unsigned_abs() + 1) as isize
+                }
             }
         } as usize;
         if self.drop && count != 1 {
@@ -269,6 +278,9 @@ impl View {
         let mut extents = SmallVec::new();
         let mut strides = SmallVec::new();
         let mut new_axis: SmallVec<[Option<usize>; 4]> = SmallVec::new();
+        // A step that selects at most one index is taken as 1 (the same
+        // elements), so that no stride is multiplied by a step past the axis.
+        let step = |spec: &SliceSpec, count: usize| if count > 1 { spec.step } else { 1 };
         for (k, spec) in specs.iter().enumerate() {
             let count = spec.count(l.extents[k], k)?;
             if count > 0 {
@@ -279,19 +291,19 @@ impl View {
             } else {
                 new_axis.push(Some(extents.len()));
                 extents.push(count);
-                strides.push(l.strides[k] * spec.step);
+                strides.push(l.strides[k] * step(spec, count));
             }
         }
         let map = self.map.as_ref().map(|m| {
             m.iter()
                 .map(|r| match *r {
                     RootAxis::Fixed(i) => RootAxis::Fixed(i),
-                    RootAxis::Mapped { axis, start, step } => {
+                    RootAxis::Mapped { axis, start, step: root_step } => {
                         let s = &specs[axis];
-                        let start = start + step * s.start;
+                        let start = start + root_step * s.start;
                         match new_axis[axis] {
                             None => RootAxis::Fixed(start),
-                            Some(a) => RootAxis::Mapped { axis: a, start, step: step * s.step },
+                            Some(a) => RootAxis::Mapped { axis: a, start, step: root_step * step(s, extents[a]) },
                         }
                     }
                 })
@@ -370,8 +382,13 @@ impl View {
                 Status::NotContiguous,
                 O,
                 format!(
-                    "a reshape needs data dense in {order:?} order; strides {:?} for extents {:?} are not",
-                    l.strides, l.extents
+                    "a reshape needs data dense in {} order; strides {:?} for extents {:?} are not",
+                    match order {
+                        Order::RowMajor => "row-major",
+                        Order::ColMajor => "column-major",
+                    },
+                    l.strides,
+                    l.extents
                 ),
             ));
         }

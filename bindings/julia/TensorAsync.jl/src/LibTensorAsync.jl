@@ -474,19 +474,25 @@ end
 # One view over the tiles `lo[k]` up to but not including `hi[k]` on each axis of a tiled array
 # (`hi` is exclusive, unlike the inclusive `last` of `ta_blocks_coalesce_range`): a strided
 # sub-array that enrolls in every covered tile's queue as one composite hazard set (its reads
-# wait for each tile's writers; its writes are exclusive over all of them).
+# wait for each tile's writers; its writes are exclusive over all of them). A coalesced view is
+# used as it is: a slice, permutation, transpose, conjugate or reshape of it fails with
+# `TA_STATUS_UNSUPPORTED` (coalesce the tiles wanted instead, or take views of the tiles).
 function ta_blocks_coalesce(blocks, rank, lo, hi, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce(blocks::Ptr{ta_blocks}, rank::Csize_t, lo::Ptr{Csize_t}, hi::Ptr{Csize_t}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # One view over list blocks `first` to `last`, both included (`last` is inclusive, unlike `hi`
 # of `ta_blocks_coalesce`), which must be adjacent and stack into one dense array (equal extents
-# but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise.
+# but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are refused as
+# for `ta_blocks_coalesce`.
 function ta_blocks_coalesce_range(blocks, first, last, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce_range(blocks::Ptr{ta_blocks}, first::Csize_t, last::Csize_t, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# The whole array as one view over every block.
+# The whole array as one view over every block (`ta_blocks_coalesce` over every tile, or
+# `ta_blocks_coalesce_range` over every block of a list); views of it are refused as for
+# `ta_blocks_coalesce`. An array of no tiles (an extent of 0) gives an empty tensor of its
+# extents; a list of no blocks has none, and fails with `TA_STATUS_INVALID_ARGUMENT`.
 function ta_blocks_all(blocks, view_out, error)
     @ccall libtensorasync.ta_blocks_all(blocks::Ptr{ta_blocks}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -713,7 +719,8 @@ end
 # Tensor contraction (tensordot): axes `a_axes[k]` of `A` and `b_axes[k]` of `B` (k < `naxes`)
 # are summed over in pairs; `C`'s axes are `A`'s remaining axes then `B`'s, each in order. With
 # `beta` NULL, an overwrite that constructs or reshapes `C` as `ta_assign_product` does;
-# otherwise `C = alpha·(A·B) + beta·C` with `C` of the right shape.
+# otherwise `C = alpha·(A·B) + beta·C` with `C` of the right shape. A result of more than 64
+# axes fails with `TA_STATUS_INVALID_ARGUMENT`.
 function ta_contract(c, alpha, a, b, naxes, a_axes, b_axes, beta, opts, event_out, error)
     @ccall libtensorasync.ta_contract(c::Ptr{ta_tensor}, alpha::ta_scalar, a::Ptr{ta_tensor}, b::Ptr{ta_tensor}, naxes::Csize_t, a_axes::Ptr{Csize_t}, b_axes::Ptr{Csize_t}, beta::Ptr{ta_scalar}, opts::Ptr{ta_submit}, event_out::Ptr{Ptr{ta_event}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -1099,7 +1106,8 @@ function ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, 
 end
 
 # Create a runtime with `threads` worker threads (0: one per available core). Kernels that are
-# parallel (`ta_kernel_parallel_for`) share these workers.
+# parallel (`ta_kernel_parallel_for`) share these workers. More than 4096 threads fails with
+# `TA_STATUS_INVALID_ARGUMENT`.
 function ta_runtime_new(threads, runtime_out, error)
     @ccall libtensorasync.ta_runtime_new(threads::Csize_t, runtime_out::Ptr{Ptr{ta_runtime}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
@@ -1194,7 +1202,9 @@ end
 # access, even if operations are still pending when the handle is freed. If this call fails,
 # `release` is not called and the memory stays the caller's. The caller must not touch the
 # memory while operations on the tensor may be running. Strides that make elements overlap give
-# a read-only tensor.
+# a read-only tensor. Strides that place an element further from `data` than a pointer can be
+# offset (`PTRDIFF_MAX` bytes) fail with `TA_STATUS_INVALID_ARGUMENT`, as in
+# `ta_tensor_new_copy`, `ta_copy_in`, `ta_copy_out` and the DLPack imports.
 function ta_tensor_wrap(dtype, rank, extents, strides, order, data, release, release_userdata, tensor_out, error)
     @ccall libtensorasync.ta_tensor_wrap(dtype::ta_dtype, rank::Csize_t, extents::Ptr{Csize_t}, strides::Ptr{Cptrdiff_t}, order::ta_order, data::Ptr{Cvoid}, release::ta_release_fn, release_userdata::Ptr{Cvoid}, tensor_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
