@@ -989,9 +989,10 @@ ta_status ta_blocks_tile(const struct ta_blocks *blocks,
  * composite hazard set (its reads wait for each tile's writers; its writes
  * are exclusive over all of them).
  *
- * A coalesced view is used as it is: a slice, permutation, transpose,
- * conjugate or reshape of it fails with `TA_STATUS_UNSUPPORTED` (coalesce
- * the tiles wanted instead, or take views of the tiles).
+ * A slice, permutation, transpose or reshape of a coalesced view is a
+ * coalesced view too, ordered on the same blocks (a transposed panel, for
+ * example); its conjugate fails with `TA_STATUS_UNSUPPORTED` (take
+ * conjugates of the tiles instead).
  */
 ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
                              size_t rank,
@@ -1004,7 +1005,7 @@ ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
  * One view over list blocks `first` to `last`, both included (`last` is
  * inclusive, unlike `hi` of `ta_blocks_coalesce`), which must be adjacent and stack
  * into one dense array (equal extents but for the slowest axis):
- * `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are refused as for
+ * `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are as for
  * `ta_blocks_coalesce`.
  */
 ta_status ta_blocks_coalesce_range(const struct ta_blocks *blocks,
@@ -1016,7 +1017,7 @@ ta_status ta_blocks_coalesce_range(const struct ta_blocks *blocks,
 /**
  * The whole array as one view over every block (`ta_blocks_coalesce` over
  * every tile, or `ta_blocks_coalesce_range` over every block of a list);
- * views of it are refused as for `ta_blocks_coalesce`. An array of no
+ * views of it are as for `ta_blocks_coalesce`. An array of no
  * tiles (an extent of 0) gives an empty tensor of its extents; a list of
  * no blocks has none, and fails with `TA_STATUS_INVALID_ARGUMENT`.
  */

@@ -251,7 +251,8 @@ impl BlockArray {
     }
 
     /// One view over tiles `lo..hi` (per axis) of a tiled array: a strided
-    /// sub-array enrolling in every covered tile's queue.
+    /// sub-array enrolling in every covered tile's queue, as do its slices,
+    /// permutations and reshapes (its conjugate is refused).
     ///
     /// ```
     /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
@@ -262,6 +263,8 @@ impl BlockArray {
     /// ops::fill(&v, Scalar::real(1.0), Submit::default()).unwrap();
     /// assert_eq!(b.tile(&[0, 0]).unwrap().to_vec::<f64>().unwrap(), vec![0.0; 4]);
     /// assert_eq!(b.tile(&[0, 2]).unwrap().to_vec::<f64>().unwrap(), vec![1.0; 4]);
+    /// // Its slices, transposes and reshapes are coalesced views too.
+    /// assert_eq!(v.transpose().unwrap().extents().unwrap().as_slice(), &[4, 2]);
     /// ```
     pub fn coalesce(&self, lo: &[usize], hi: &[usize]) -> Result<Tensor> {
         const O: &str = "blocks_coalesce";

@@ -19,7 +19,7 @@ use crate::region::Region;
 use crate::tensor::coalesced::Coalesced;
 use crate::tensor::storage::{ReleaseFn, Storage};
 use crate::tensor::value::{check_domain, Contents, Value, ValueRc};
-use crate::tensor::view::{SliceSpec, View, ViewRc};
+use crate::tensor::view::{self, SliceSpec, View, ViewRc};
 
 static FULL_REGION: Region = Region::Full;
 
@@ -332,17 +332,26 @@ impl Tensor {
         Arc::ptr_eq(self.root(), other.root())
     }
 
-    /// Derive a new view from this handle seen as a view.
-    fn derive(&self, origin: &'static str, f: impl FnOnce(&View) -> Result<View>) -> Result<Tensor> {
+    /// Derive a new view from this handle seen as a view: `f` makes it from
+    /// a view of a value; `g` gives the layout of the same view of a
+    /// coalesced block view (which keeps enrolling in every covered block).
+    fn derive(
+        &self,
+        origin: &'static str,
+        f: impl FnOnce(&View) -> Result<View>,
+        g: impl FnOnce(&Layout) -> Result<Layout>,
+    ) -> Result<Tensor> {
         let v = match &self.0 {
             Repr::View(v) => f(v)?,
             Repr::Value(v) => f(&View::of_root(v, origin)?)?,
-            Repr::Coalesced(_) => {
-                return Err(Error::new(
-                    Status::Unsupported,
-                    origin,
-                    "views of a coalesced block view are not supported; coalesce the blocks you need instead",
-                ))
+            Repr::Coalesced(c) => {
+                let layout = g(&c.layout)?;
+                return Ok(Tensor::of_coalesced(Coalesced {
+                    storage: c.storage.clone(),
+                    dtype: c.dtype,
+                    members: c.members.clone(),
+                    layout,
+                }));
             }
         };
         Ok(Tensor::of_view(v))
@@ -360,7 +369,7 @@ impl Tensor {
     /// assert_eq!(v.to_vec::<i32>().unwrap(), vec![6, 5, 4]);
     /// ```
     pub fn slice(&self, specs: &[SliceSpec]) -> Result<Tensor> {
-        self.derive("tensor_slice", |v| v.slice(specs))
+        self.derive("tensor_slice", |v| v.slice(specs), |l| Ok(view::sliced(l, specs)?.0))
     }
 
     /// A view with axes reordered: axis `j` of the result is axis `perm[j]` of this one.
@@ -374,7 +383,7 @@ impl Tensor {
     /// assert!(t.permute(&[0, 0, 1]).is_err());
     /// ```
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
-        self.derive("tensor_permute", |v| v.permute(perm))
+        self.derive("tensor_permute", |v| v.permute(perm), |l| Ok(view::permuted(l, perm)?.0))
     }
 
     /// A view with the axes in reverse order (the matrix transpose for rank 2).
@@ -392,7 +401,7 @@ impl Tensor {
             .ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?
             .len();
         let perm: SmallVec<[usize; 4]> = (0..rank).rev().collect();
-        self.derive("tensor_transpose", |v| v.permute(&perm))
+        self.derive("tensor_transpose", |v| v.permute(&perm), |l| Ok(view::permuted(l, &perm)?.0))
     }
 
     /// A read-only conjugate view: lazy for complex dtypes (kernels read the
@@ -407,7 +416,17 @@ impl Tensor {
     /// assert_eq!(t.conj().unwrap().conj().unwrap().to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, 2.0)]);
     /// ```
     pub fn conj(&self) -> Result<Tensor> {
-        self.derive("tensor_conj", |v| Ok(v.conjugate()))
+        self.derive(
+            "tensor_conj",
+            |v| Ok(v.conjugate()),
+            |_| {
+                Err(Error::new(
+                    Status::Unsupported,
+                    "tensor_conj",
+                    "a conjugate of a coalesced block view is not supported; take conjugates of its tiles",
+                ))
+            },
+        )
     }
 
     /// A view with new extents over the same elements read in `order`; the
@@ -424,7 +443,7 @@ impl Tensor {
     /// assert_eq!(e.status(), Status::NotContiguous);
     /// ```
     pub fn reshape(&self, extents: &[usize], order: Order) -> Result<Tensor> {
-        self.derive("tensor_reshape", |v| v.reshape(extents, order))
+        self.derive("tensor_reshape", |v| v.reshape(extents, order), |l| view::reshaped(l, extents, order))
     }
 }
 

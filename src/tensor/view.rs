@@ -265,81 +265,30 @@ impl View {
 
     /// A slice: one spec per axis.
     pub(crate) fn slice(&self, specs: &[SliceSpec]) -> Result<View> {
-        const O: &str = "tensor_slice";
-        let l = &self.layout;
-        if specs.len() != l.rank() {
-            return Err(Error::new(
-                Status::InvalidArgument,
-                O,
-                format!("{} slice specs for a tensor of rank {}", specs.len(), l.rank()),
-            ));
-        }
-        let mut offset = l.offset;
-        let mut extents = SmallVec::new();
-        let mut strides = SmallVec::new();
-        let mut new_axis: SmallVec<[Option<usize>; 4]> = SmallVec::new();
-        // A step that selects at most one index is taken as 1 (the same
-        // elements), so that no stride is multiplied by a step past the axis.
-        let step = |spec: &SliceSpec, count: usize| if count > 1 { spec.step } else { 1 };
-        for (k, spec) in specs.iter().enumerate() {
-            let count = spec.count(l.extents[k], k)?;
-            if count > 0 {
-                offset += spec.start * l.strides[k];
-            }
-            if spec.drop {
-                new_axis.push(None);
-            } else {
-                new_axis.push(Some(extents.len()));
-                extents.push(count);
-                strides.push(l.strides[k] * step(spec, count));
-            }
-        }
+        let (layout, new_axis) = sliced(&self.layout, specs)?;
         let map = self.map.as_ref().map(|m| {
             m.iter()
                 .map(|r| match *r {
                     RootAxis::Fixed(i) => RootAxis::Fixed(i),
-                    RootAxis::Mapped { axis, start, step: root_step } => {
+                    RootAxis::Mapped { axis, start, step } => {
                         let s = &specs[axis];
-                        let start = start + root_step * s.start;
+                        let start = start + step * s.start;
                         match new_axis[axis] {
                             None => RootAxis::Fixed(start),
-                            Some(a) => RootAxis::Mapped { axis: a, start, step: root_step * step(s, extents[a]) },
+                            Some(a) => {
+                                RootAxis::Mapped { axis: a, start, step: step * slice_step(s, layout.extents[a]) }
+                            }
                         }
                     }
                 })
                 .collect()
         });
-        region_allocated(self.derived(Layout { offset, extents, strides }, map), O)
+        region_allocated(self.derived(layout, map), "tensor_slice")
     }
 
     /// Axes reordered: view axis `j` is this view's axis `perm[j]`.
     pub(crate) fn permute(&self, perm: &[usize]) -> Result<View> {
-        const O: &str = "tensor_permute";
-        let rank = self.layout.rank();
-        if perm.len() != rank {
-            return Err(Error::new(
-                Status::InvalidArgument,
-                O,
-                format!("a permutation of {} axes for a tensor of rank {rank}", perm.len()),
-            ));
-        }
-        let mut inverse: SmallVec<[usize; 4]> = SmallVec::from_elem(usize::MAX, rank);
-        for (j, &p) in perm.iter().enumerate() {
-            if p >= rank || inverse[p] != usize::MAX {
-                return Err(Error::new(
-                    Status::InvalidArgument,
-                    O,
-                    format!("{perm:?} is not a permutation of 0..{rank}"),
-                ));
-            }
-            inverse[p] = j;
-        }
-        let l = &self.layout;
-        let layout = Layout {
-            offset: l.offset,
-            extents: perm.iter().map(|&p| l.extents[p]).collect(),
-            strides: perm.iter().map(|&p| l.strides[p]).collect(),
-        };
+        let (layout, inverse) = permuted(&self.layout, perm)?;
         let map = self.map.as_ref().map(|m| {
             m.iter()
                 .map(|r| match *r {
@@ -348,7 +297,7 @@ impl View {
                 })
                 .collect()
         });
-        region_allocated(self.derived(layout, map), O)
+        region_allocated(self.derived(layout, map), "tensor_permute")
     }
 
     /// The conjugate: lazy for complex dtypes, the identity for real ones.
@@ -363,37 +312,112 @@ impl View {
     /// The same elements with new extents, read in `order`; the view must be
     /// dense in that order.
     pub(crate) fn reshape(&self, extents: &[usize], order: Order) -> Result<View> {
-        const O: &str = "tensor_reshape";
-        let l = &self.layout;
-        let n: Option<usize> = extents.iter().try_fold(1usize, |a, &e| a.checked_mul(e));
-        if n != Some(l.len()) {
-            return Err(Error::new(
-                Status::ShapeMismatch,
-                O,
-                format!("cannot reshape {:?} ({} elements) to {extents:?}", l.extents, l.len()),
-            ));
-        }
-        let dense = match order {
-            Order::RowMajor => l.is_row_major_contiguous(),
-            Order::ColMajor => l.is_col_major_contiguous(),
-        };
-        if !dense {
-            return Err(Error::new(
-                Status::NotContiguous,
-                O,
-                format!(
-                    "a reshape needs data dense in {} order; strides {:?} for extents {:?} are not",
-                    match order {
-                        Order::RowMajor => "row-major",
-                        Order::ColMajor => "column-major",
-                    },
-                    l.strides,
-                    l.extents
-                ),
-            ));
-        }
-        let mut layout = Layout::contiguous(extents, order);
-        layout.offset = l.offset;
-        Ok(self.derived(layout, None))
+        Ok(self.derived(reshaped(&self.layout, extents, order)?, None))
     }
+}
+
+/// The step a slice takes on one axis: a step that selects at most one
+/// index is taken as 1 (the same elements), so that no stride is multiplied
+/// by a step past the axis.
+fn slice_step(spec: &SliceSpec, count: usize) -> isize {
+    if count > 1 {
+        spec.step
+    } else {
+        1
+    }
+}
+
+/// The layout of a slice of `l` (one spec per axis), and where each of
+/// `l`'s axes went (`None`: dropped). Shared by views of values and of
+/// coalesced block views.
+pub(crate) fn sliced(l: &Layout, specs: &[SliceSpec]) -> Result<(Layout, SmallVec<[Option<usize>; 4]>)> {
+    const O: &str = "tensor_slice";
+    if specs.len() != l.rank() {
+        return Err(Error::new(
+            Status::InvalidArgument,
+            O,
+            format!("{} slice specs for a tensor of rank {}", specs.len(), l.rank()),
+        ));
+    }
+    let mut offset = l.offset;
+    let mut extents = SmallVec::new();
+    let mut strides = SmallVec::new();
+    let mut new_axis = SmallVec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        let count = spec.count(l.extents[k], k)?;
+        if count > 0 {
+            offset += spec.start * l.strides[k];
+        }
+        if spec.drop {
+            new_axis.push(None);
+        } else {
+            new_axis.push(Some(extents.len()));
+            extents.push(count);
+            strides.push(l.strides[k] * slice_step(spec, count));
+        }
+    }
+    Ok((Layout { offset, extents, strides }, new_axis))
+}
+
+/// The layout of `l` with axes reordered (axis `j` is `l`'s axis
+/// `perm[j]`), and the inverse permutation.
+pub(crate) fn permuted(l: &Layout, perm: &[usize]) -> Result<(Layout, SmallVec<[usize; 4]>)> {
+    const O: &str = "tensor_permute";
+    let rank = l.rank();
+    if perm.len() != rank {
+        return Err(Error::new(
+            Status::InvalidArgument,
+            O,
+            format!("a permutation of {} axes for a tensor of rank {rank}", perm.len()),
+        ));
+    }
+    let mut inverse: SmallVec<[usize; 4]> = SmallVec::from_elem(usize::MAX, rank);
+    for (j, &p) in perm.iter().enumerate() {
+        if p >= rank || inverse[p] != usize::MAX {
+            return Err(Error::new(Status::InvalidArgument, O, format!("{perm:?} is not a permutation of 0..{rank}")));
+        }
+        inverse[p] = j;
+    }
+    let layout = Layout {
+        offset: l.offset,
+        extents: perm.iter().map(|&p| l.extents[p]).collect(),
+        strides: perm.iter().map(|&p| l.strides[p]).collect(),
+    };
+    Ok((layout, inverse))
+}
+
+/// The layout of the elements of `l` with new extents, read in `order`;
+/// `l` must be dense in that order.
+pub(crate) fn reshaped(l: &Layout, extents: &[usize], order: Order) -> Result<Layout> {
+    const O: &str = "tensor_reshape";
+    let n: Option<usize> = extents.iter().try_fold(1usize, |a, &e| a.checked_mul(e));
+    if n != Some(l.len()) {
+        return Err(Error::new(
+            Status::ShapeMismatch,
+            O,
+            format!("cannot reshape {:?} ({} elements) to {extents:?}", l.extents, l.len()),
+        ));
+    }
+    let dense = match order {
+        Order::RowMajor => l.is_row_major_contiguous(),
+        Order::ColMajor => l.is_col_major_contiguous(),
+    };
+    if !dense {
+        return Err(Error::new(
+            Status::NotContiguous,
+            O,
+            format!(
+                "a reshape needs data dense in {} order; strides {:?} for extents {:?} are not",
+                match order {
+                    Order::RowMajor => "row-major",
+                    Order::ColMajor => "column-major",
+                },
+                l.strides,
+                l.extents
+            ),
+        ));
+    }
+    let mut layout = Layout::contiguous(extents, order);
+    layout.offset = l.offset;
+    Ok(layout)
 }

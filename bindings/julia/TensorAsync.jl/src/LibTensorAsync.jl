@@ -474,23 +474,24 @@ end
 # One view over the tiles `lo[k]` up to but not including `hi[k]` on each axis of a tiled array
 # (`hi` is exclusive, unlike the inclusive `last` of `ta_blocks_coalesce_range`): a strided
 # sub-array that enrolls in every covered tile's queue as one composite hazard set (its reads
-# wait for each tile's writers; its writes are exclusive over all of them). A coalesced view is
-# used as it is: a slice, permutation, transpose, conjugate or reshape of it fails with
-# `TA_STATUS_UNSUPPORTED` (coalesce the tiles wanted instead, or take views of the tiles).
+# wait for each tile's writers; its writes are exclusive over all of them). A slice,
+# permutation, transpose or reshape of a coalesced view is a coalesced view too, ordered on the
+# same blocks (a transposed panel, for example); its conjugate fails with
+# `TA_STATUS_UNSUPPORTED` (take conjugates of the tiles instead).
 function ta_blocks_coalesce(blocks, rank, lo, hi, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce(blocks::Ptr{ta_blocks}, rank::Csize_t, lo::Ptr{Csize_t}, hi::Ptr{Csize_t}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # One view over list blocks `first` to `last`, both included (`last` is inclusive, unlike `hi`
 # of `ta_blocks_coalesce`), which must be adjacent and stack into one dense array (equal extents
-# but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are refused as
-# for `ta_blocks_coalesce`.
+# but for the slowest axis): `TA_STATUS_NOT_CONTIGUOUS` otherwise. Views of it are as for
+# `ta_blocks_coalesce`.
 function ta_blocks_coalesce_range(blocks, first, last, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce_range(blocks::Ptr{ta_blocks}, first::Csize_t, last::Csize_t, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
 # The whole array as one view over every block (`ta_blocks_coalesce` over every tile, or
-# `ta_blocks_coalesce_range` over every block of a list); views of it are refused as for
+# `ta_blocks_coalesce_range` over every block of a list); views of it are as for
 # `ta_blocks_coalesce`. An array of no tiles (an extent of 0) gives an empty tensor of its
 # extents; a list of no blocks has none, and fails with `TA_STATUS_INVALID_ARGUMENT`.
 function ta_blocks_all(blocks, view_out, error)
