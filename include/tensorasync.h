@@ -185,7 +185,12 @@ typedef uint32_t ta_order;
  * last operation it was returns that status). It may submit operations,
  * poll, wait and free handles (the event it was called for included); a
  * blocking wait there occupies the worker (it helps run other work
- * meanwhile), so keep callbacks short. `ta_event_wait` on a thread of the
+ * meanwhile), so keep callbacks short; a wait there on an operation that
+ * starts only after the callback returns (see below), or on a tensor one
+ * such operation accesses, fails with `TA_STATUS_WOULD_DEADLOCK`, and
+ * while the runtime drains (`ta_runtime_shutdown`) the callback's own
+ * submissions are accepted as follow-up work, on any thread it runs on.
+ * `ta_event_wait` on a thread of the
  * program's own returns after the callbacks of the operation (its own and
  * those attached to its event) have returned and its completion-queue entry
  * has been posted (if its timeout ends first, it returns the operation's
@@ -1777,7 +1782,9 @@ ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
  * view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned, and
  * the enrolled access is released as soon as it is granted, so later work
  * is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a
- * tensor that kernel accesses. Mappings use the default runtime; a shutdown
+ * tensor that kernel accesses, or whose earlier operations wait for that
+ * kernel (as does `ta_event_wait` on the event of `ta_tensor_acquire_async`
+ * there). Mappings use the default runtime; a shutdown
  * of it with `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet
  * (their data stays valid until `ta_mapping_free`).
  */

@@ -62,6 +62,7 @@ impl Layout {
     /// use tensorasync::Layout;
     /// assert!(Layout::strided(&[2, 2], &[-2, 1], 2, "example").is_ok());
     /// assert!(Layout::strided(&[2], &[1, 1], 0, "example").is_err()); // ranks differ
+    /// assert!(Layout::strided(&[0, 3], &[3, 1], 0, "example").is_ok()); // no element
     /// ```
     pub fn strided(extents: &[usize], strides: &[isize], offset: isize, origin: &'static str) -> Result<Layout> {
         if extents.len() != strides.len() {
@@ -69,7 +70,9 @@ impl Layout {
         }
         let l = Layout { offset, extents: extents.into(), strides: strides.into() };
         l.checked_len().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "element count overflows"))?;
-        l.checked_span().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "layout offsets overflow"))?;
+        if !l.is_empty() {
+            l.checked_span().ok_or_else(|| Error::new(Status::InvalidArgument, origin, "layout offsets overflow"))?;
+        }
         Ok(l)
     }
 

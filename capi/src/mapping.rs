@@ -47,7 +47,9 @@ pub(crate) fn c_view(v: &GrantedView) -> ta_view {
 /// view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned, and
 /// the enrolled access is released as soon as it is granted, so later work
 /// is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a
-/// tensor that kernel accesses. Mappings use the default runtime; a shutdown
+/// tensor that kernel accesses, or whose earlier operations wait for that
+/// kernel (as does `ta_event_wait` on the event of `ta_tensor_acquire_async`
+/// there). Mappings use the default runtime; a shutdown
 /// of it with `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet
 /// (their data stays valid until `ta_mapping_free`).
 #[no_mangle]

@@ -223,7 +223,12 @@ pub struct ta_scalar {
 /// last operation it was returns that status). It may submit operations,
 /// poll, wait and free handles (the event it was called for included); a
 /// blocking wait there occupies the worker (it helps run other work
-/// meanwhile), so keep callbacks short. `ta_event_wait` on a thread of the
+/// meanwhile), so keep callbacks short; a wait there on an operation that
+/// starts only after the callback returns (see below), or on a tensor one
+/// such operation accesses, fails with `TA_STATUS_WOULD_DEADLOCK`, and
+/// while the runtime drains (`ta_runtime_shutdown`) the callback's own
+/// submissions are accepted as follow-up work, on any thread it runs on.
+/// `ta_event_wait` on a thread of the
 /// program's own returns after the callbacks of the operation (its own and
 /// those attached to its event) have returned and its completion-queue entry
 /// has been posted (if its timeout ends first, it returns the operation's

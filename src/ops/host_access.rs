@@ -12,7 +12,8 @@ impl crate::tensor::handle::Tensor {
     /// write or update for every earlier access. A read or update of a
     /// poisoned tensor fails with its error; a write is a pure overwrite.
     /// On timeout the access is released as soon as it is granted. From a
-    /// task that accesses this tensor it fails with `WouldDeadlock`.
+    /// task that accesses this tensor, or that an earlier access to it waits
+    /// for, it fails with `WouldDeadlock`.
     ///
     /// ```
     /// use tensorasync::{Mode, Order, Tensor};
@@ -59,6 +60,14 @@ impl crate::tensor::handle::Tensor {
             Err(e) if e.status() == Status::Timeout => {
                 drop(access);
                 Err(Error::new(Status::Timeout, name, "the access was not granted in time"))
+            }
+            Err(e) if e.status() == Status::WouldDeadlock => {
+                drop(access);
+                Err(Error::new(
+                    Status::WouldDeadlock,
+                    name,
+                    "the access waits for the task that is waiting for it (an earlier access to the tensor waits for that task)",
+                ))
             }
             Err(e) => Err(e),
         }

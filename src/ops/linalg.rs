@@ -212,8 +212,14 @@ fn check_float(dtype: DType, origin: &'static str) -> Result<()> {
 
 /// The operation's name: `with_tensors` where a scalar is a 0-d tensor, so
 /// that an error names the C function that took it (`ta_gemm_t`).
-fn origin_for(plain: &'static str, with_tensors: &'static str, scalars: &[&ScalarArg<'_>]) -> &'static str {
-    if scalars.iter().any(|s| matches!(s, ScalarArg::Tensor(_))) {
+#[inline(always)]
+fn origin_for(
+    plain: &'static str,
+    with_tensors: &'static str,
+    alpha: &ScalarArg<'_>,
+    beta: Option<&ScalarArg<'_>>,
+) -> &'static str {
+    if matches!(alpha, ScalarArg::Tensor(_)) || matches!(beta, Some(ScalarArg::Tensor(_))) {
         with_tensors
     } else {
         plain
@@ -282,7 +288,7 @@ pub fn assign_product<'a, C: Completion>(
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
     let alpha = alpha.into();
-    gemm_like(origin_for("assign_product", "assign_product_t", &[&alpha]), c, alpha, a, b, None, opts)
+    gemm_like(origin_for("assign_product", "assign_product_t", &alpha, None), c, alpha, a, b, None, opts)
 }
 
 /// `C = alpha·A·B + C`: `C` must exist with the product's shape.
@@ -303,7 +309,7 @@ pub fn add_product<'a, C: Completion>(
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
     let alpha = alpha.into();
-    let origin = origin_for("add_product", "add_product_t", &[&alpha]);
+    let origin = origin_for("add_product", "add_product_t", &alpha, None);
     gemm_like(origin, c, alpha, a, b, Some(ScalarArg::Value(Scalar::real(1.0))), opts)
 }
 
@@ -330,7 +336,7 @@ pub fn gemm<'a, C: Completion>(
     opts: Submit<'_, C>,
 ) -> Result<C::Output> {
     let (alpha, beta) = (alpha.into(), beta.into());
-    gemm_like(origin_for("gemm", "gemm_t", &[&alpha, &beta]), c, alpha, a, b, Some(beta), opts)
+    gemm_like(origin_for("gemm", "gemm_t", &alpha, Some(&beta)), c, alpha, a, b, Some(beta), opts)
 }
 
 /// Tensor contraction (tensordot): pairs `(a_axes[k], b_axes[k])` are summed

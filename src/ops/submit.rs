@@ -634,7 +634,13 @@ fn enroll<C: Completion>(
     // of its queues: stamps of conflicting operations follow their order.
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
     // SAFETY: as above (not yet enrolled).
-    unsafe { task.work_mut().op_mut::<Operation>() }.stamp = stamp;
+    let op = unsafe { task.work_mut().op_mut::<Operation>() };
+    op.stamp = stamp;
+    if let Some(token) = op.external() {
+        // A wait for the grant, from inside a task the grant waits for,
+        // then fails at once (see `Event::wait`).
+        token.started().bind(&task);
+    }
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
         if let Some(t) = task.trace() {

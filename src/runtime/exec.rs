@@ -19,7 +19,7 @@ use super::event::Event;
 use super::guard::panic_message;
 use super::pool::RuntimeInner;
 use super::run_ctx::RunCtx;
-use super::running::Running;
+use super::running::{Reporting, Running};
 use super::task::{ReadyList, Task};
 use super::token::{self, Finish, GrantedView, Keep, TokenInner};
 use super::work::{Completion, Job, Parked, Released, Work};
@@ -234,7 +234,16 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
         run_inline(&mut ready, true);
     }
     if let Some(c) = completion {
-        c.notify(attached.unwrap_or_default(), &result);
+        let attached = attached.unwrap_or_default();
+        if c.callback.is_some() || !attached.is_empty() {
+            // User code runs: a wait there on what starts only after it
+            // fails at once, and its follow-up work is the runtime's own.
+            let reporting = Reporting::new(finished.untold(), task.runtime());
+            let _reporting = reporting.enter();
+            c.notify(attached, &result);
+        } else {
+            c.notify(attached, &result);
+        }
     }
     // The other successors only now: none starts before this report.
     finished.tell_rest(&mut ready);

@@ -1,6 +1,7 @@
 //! The tasks running on this thread, for refusing waits that could never
 //! finish (a task waiting on a tensor it accesses, or on an operation that
-//! waits for it).
+//! waits for it), and the tasks whose completion this thread is reporting
+//! (a callback waiting on an operation behind its own).
 
 use std::cell::Cell;
 use std::ptr;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 
 use super::body::TaskBody;
 use super::guard::InLibraryWork;
+use super::pool::RuntimeInner;
 use super::task::Task;
 use crate::tensor::value::Value;
 
@@ -73,8 +75,70 @@ pub(crate) fn current_task_holds(value: &Arc<Value>) -> bool {
     each_running(|r| unsafe { (*r.op).holds(value) })
 }
 
-/// Whether `target` waits (transitively) for a task running on this thread.
+/// Whether `target` waits (transitively) for a task running on this thread,
+/// or for one whose completion this thread is reporting.
 pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
     // SAFETY: an entry's task outlives it (see INNERMOST).
     each_running(|r| unsafe { (*r.task).reaches(target) })
+        || each_reporting(|r| {
+            // SAFETY: an entry's successors outlive it (see REPORTING).
+            unsafe { &*r.successors }.iter().any(|s| s.reaches(target))
+        })
+}
+
+/// A task whose completion this thread is reporting (its callbacks run), in
+/// the stack frame that reports it: its successors are told only after
+/// the callbacks return, so a callback's wait on any of them could never
+/// finish; and its runtime's follow-up work is admitted while it drains.
+pub(crate) struct Reporting {
+    successors: *const [Arc<Task>],
+    runtime: *const RuntimeInner,
+    outer: Cell<*const Reporting>,
+}
+
+thread_local! {
+    /// The innermost completion this thread reports, or null (listed as
+    /// [`INNERMOST`] is; an entry borrows the successors and the runtime).
+    static REPORTING: Cell<*const Reporting> = const { Cell::new(ptr::null()) };
+}
+
+impl Reporting {
+    pub(crate) fn new(successors: &[Arc<Task>], runtime: Option<&RuntimeInner>) -> Reporting {
+        Reporting { successors, runtime: runtime.map_or(ptr::null(), |r| r), outer: Cell::new(ptr::null()) }
+    }
+
+    /// List this completion as reported on this thread while the guard lives.
+    pub(crate) fn enter(&self) -> ReportingGuard<'_> {
+        REPORTING.with(|top| self.outer.set(top.replace(self)));
+        ReportingGuard { reporting: self }
+    }
+}
+
+/// Unlists its entry even if a callback panics.
+pub(crate) struct ReportingGuard<'a> {
+    reporting: &'a Reporting,
+}
+
+impl Drop for ReportingGuard<'_> {
+    fn drop(&mut self) {
+        REPORTING.with(|top| top.set(self.reporting.outer.get()));
+    }
+}
+
+fn each_reporting(mut f: impl FnMut(&Reporting) -> bool) -> bool {
+    let mut at = REPORTING.with(Cell::get);
+    while !at.is_null() {
+        // SAFETY: listed entries are alive (see REPORTING).
+        let r = unsafe { &*at };
+        if f(r) {
+            return true;
+        }
+        at = r.outer.get();
+    }
+    false
+}
+
+/// Whether this thread is reporting the completion of a task of `rt`.
+pub(crate) fn reporting_for(rt: &RuntimeInner) -> bool {
+    each_reporting(|r| ptr::eq(r.runtime, rt))
 }

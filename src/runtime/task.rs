@@ -71,6 +71,12 @@ impl Finished {
         }
     }
 
+    /// The successors not told yet (after [`Finished::tell_waits`]: the
+    /// ones that start only after this task's report).
+    pub(crate) fn untold(&self) -> &[Arc<Task>] {
+        &self.list[self.waits..]
+    }
+
     /// Tell every successor not told yet; those that became ready join `ready`.
     pub(crate) fn tell_rest(self, ready: &mut ReadyList) {
         for t in self.list {

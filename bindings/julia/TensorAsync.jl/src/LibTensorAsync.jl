@@ -58,16 +58,19 @@ const ta_order = UInt32
 # zero-timeout `ta_tensor_wait` on a tensor whose last operation it was returns that status). It
 # may submit operations, poll, wait and free handles (the event it was called for included); a
 # blocking wait there occupies the worker (it helps run other work meanwhile), so keep callbacks
-# short. `ta_event_wait` on a thread of the program's own returns after the callbacks of the
-# operation (its own and those attached to its event) have returned and its completion-queue
-# entry has been posted (if its timeout ends first, it returns the operation's status all the
-# same); inside a callback or a kernel it returns as soon as the status is known.
-# `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after every callback of the
-# runtime's operations has returned. An operation that was submitted while this one was
-# unfinished and waits for it (it reads what this one writes, or writes what this one accesses)
-# starts only after these callbacks have returned and the entry has been posted, even when
-# another operation it waits for finishes later: so dependent operations report in order, and
-# wrapped memory given back behind them (see `ta_release_fn`) comes after those reports.
+# short; a wait there on an operation that starts only after the callback returns (see below),
+# or on a tensor one such operation accesses, fails with `TA_STATUS_WOULD_DEADLOCK`, and while
+# the runtime drains (`ta_runtime_shutdown`) the callback's own submissions are accepted as
+# follow-up work, on any thread it runs on. `ta_event_wait` on a thread of the program's own
+# returns after the callbacks of the operation (its own and those attached to its event) have
+# returned and its completion-queue entry has been posted (if its timeout ends first, it returns
+# the operation's status all the same); inside a callback or a kernel it returns as soon as the
+# status is known. `ta_runtime_wait_idle` and `ta_runtime_shutdown` return only after every
+# callback of the runtime's operations has returned. An operation that was submitted while this
+# one was unfinished and waits for it (it reads what this one writes, or writes what this one
+# accesses) starts only after these callbacks have returned and the entry has been posted, even
+# when another operation it waits for finishes later: so dependent operations report in order,
+# and wrapped memory given back behind them (see `ta_release_fn`) comes after those reports.
 const ta_callback = Ptr{Cvoid}
 
 # One entry taken from a completion queue. `error` is NULL on success; otherwise it is a new
@@ -1003,9 +1006,11 @@ end
 # `TA_STATUS_DOMAIN_MISMATCH` for a device tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on
 # a read-only tensor or view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned,
 # and the enrolled access is released as soon as it is granted, so later work is not held up);
-# `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a tensor that kernel accesses.
-# Mappings use the default runtime; a shutdown of it with `TA_SHUTDOWN_CANCEL` cancels mappings
-# that are not freed yet (their data stays valid until `ta_mapping_free`).
+# `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a tensor that kernel accesses, or
+# whose earlier operations wait for that kernel (as does `ta_event_wait` on the event of
+# `ta_tensor_acquire_async` there). Mappings use the default runtime; a shutdown of it with
+# `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet (their data stays valid until
+# `ta_mapping_free`).
 function ta_tensor_acquire(tensor, mode, timeout_ns, mapping_out, error)
     @ccall libtensorasync.ta_tensor_acquire(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, mapping_out::Ptr{Ptr{ta_mapping}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
