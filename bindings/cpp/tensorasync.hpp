@@ -63,6 +63,9 @@
 
 #if defined(__cpp_impl_coroutine) && __has_include(<coroutine>) && __cplusplus >= 202002L
 #include <coroutine>
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 #define TA_HPP_HAVE_COROUTINES 1
 #endif
 
@@ -148,20 +151,29 @@ inline const char *status_name(status s) noexcept { return ta_status_name(static
 inline const char *describe(status s) noexcept { return ta_status_describe(static_cast<ta_status>(s)); }
 inline const char *version() noexcept { return ta_version(); }
 
-/// The dtype of a C++ element type.
-template <typename T> struct dtype_of;
+namespace detail {
+// Integer types by size and signedness: int8_t ... uint64_t, and the types
+// that are not among those typedefs but have their size (char, long long,
+// unsigned long long, ... where they are distinct types). bool has none.
+template <typename T, bool = std::is_integral<T>::value && !std::is_same<T, bool>::value> struct integral_dtype {};
+template <typename T> struct integral_dtype<T, true> {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "ta::dtype_of: no dtype has this integer type's size");
+    static constexpr dtype value =
+        std::is_signed<T>::value
+            ? (sizeof(T) == 1 ? dtype::i8 : sizeof(T) == 2 ? dtype::i16 : sizeof(T) == 4 ? dtype::i32 : dtype::i64)
+            : (sizeof(T) == 1 ? dtype::u8 : sizeof(T) == 2 ? dtype::u16 : sizeof(T) == 4 ? dtype::u32 : dtype::u64);
+};
+} // namespace detail
+
+/// The dtype of a C++ element type: float, double, std::complex of those,
+/// and every integer type but bool (by size and signedness: char is i8 or u8
+/// as it is signed or not, long long is i64, unsigned long long u64).
+template <typename T> struct dtype_of : detail::integral_dtype<T> {};
 template <> struct dtype_of<float> { static constexpr dtype value = dtype::f32; };
 template <> struct dtype_of<double> { static constexpr dtype value = dtype::f64; };
 template <> struct dtype_of<std::complex<float>> { static constexpr dtype value = dtype::c64; };
 template <> struct dtype_of<std::complex<double>> { static constexpr dtype value = dtype::c128; };
-template <> struct dtype_of<int8_t> { static constexpr dtype value = dtype::i8; };
-template <> struct dtype_of<int16_t> { static constexpr dtype value = dtype::i16; };
-template <> struct dtype_of<int32_t> { static constexpr dtype value = dtype::i32; };
-template <> struct dtype_of<int64_t> { static constexpr dtype value = dtype::i64; };
-template <> struct dtype_of<uint8_t> { static constexpr dtype value = dtype::u8; };
-template <> struct dtype_of<uint16_t> { static constexpr dtype value = dtype::u16; };
-template <> struct dtype_of<uint32_t> { static constexpr dtype value = dtype::u32; };
-template <> struct dtype_of<uint64_t> { static constexpr dtype value = dtype::u64; };
 template <typename T> constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
 
 inline const char *dtype_name(dtype d) noexcept {
@@ -252,14 +264,55 @@ template <typename T> inline result<T> fail_with(error e) { return std::unexpect
 } // namespace detail
 #else
 /// The bundled result type: a value or an error.
+namespace detail {
+struct not_copyable_tag {};
+} // namespace detail
 template <typename T> class [[nodiscard]] result {
+    // Copies exist where T has them (as for std::expected); else these
+    // signatures name a type no one passes and the copies stay deleted.
+    static constexpr bool copyable = std::is_copy_constructible<T>::value && std::is_copy_assignable<T>::value;
+    using copy_arg = std::conditional_t<copyable, const result &, const detail::not_copyable_tag &>;
+
   public:
     result(T v) : ok_(true) { new (&v_) T(std::move(v)); }
     result(ta::error e) : ok_(false), e_(std::move(e)) {}
-    result(result &&o) noexcept : ok_(o.ok_), e_(std::move(o.e_)) {
+    result(result &&o) noexcept(std::is_nothrow_move_constructible<T>::value) : ok_(o.ok_), e_(std::move(o.e_)) {
         if (ok_) new (&v_) T(std::move(o.v_));
     }
-    result &operator=(result &&) = delete;
+    result(copy_arg o) : ok_(o.ok_), e_(o.e_) {
+        if (ok_) new (&v_) T(o.v_);
+    }
+    result &operator=(result &&o) noexcept(std::is_nothrow_move_constructible<T>::value &&
+                                           std::is_nothrow_move_assignable<T>::value) {
+        if (this == &o) return *this;
+        if (ok_ && o.ok_) {
+            v_ = std::move(o.v_);
+        } else {
+            if (ok_) v_.~T();
+            ok_ = false;
+            if (o.ok_) {
+                new (&v_) T(std::move(o.v_));
+                ok_ = true;
+            }
+        }
+        e_ = std::move(o.e_);
+        return *this;
+    }
+    result &operator=(copy_arg o) {
+        if (this == &o) return *this;
+        if (ok_ && o.ok_) {
+            v_ = o.v_;
+        } else {
+            if (ok_) v_.~T();
+            ok_ = false;
+            if (o.ok_) {
+                new (&v_) T(o.v_);
+                ok_ = true;
+            }
+        }
+        e_ = o.e_;
+        return *this;
+    }
     ~result() {
         if (ok_) v_.~T();
     }
@@ -269,13 +322,19 @@ template <typename T> class [[nodiscard]] result {
         if (!ok_) std::abort();
         return v_;
     }
+    const T &value() const & {
+        if (!ok_) std::abort();
+        return v_;
+    }
     T &&value() && {
         if (!ok_) std::abort();
         return std::move(v_);
     }
     T &operator*() & { return value(); }
+    const T &operator*() const & { return value(); }
     T &&operator*() && { return std::move(*this).value(); }
     T *operator->() { return &value(); }
+    const T *operator->() const { return &value(); }
     const ta::error &error() const noexcept { return e_; }
 
   private:
@@ -345,6 +404,24 @@ struct deleter {
 template <typename T> using handle = std::unique_ptr<T, deleter>;
 
 inline ta_scalar to_c(double re, double im = 0.0) noexcept { return ta_scalar{re, im}; }
+
+// Whether `n` elements are exactly the product of `extents` (false when the
+// product overflows size_t).
+inline bool holds_exactly(size_t n, const std::vector<size_t> &extents) noexcept {
+    size_t p = 1;
+    bool overflow = false;
+    for (size_t x : extents) {
+        if (x == 0) return n == 0;
+        if (p > SIZE_MAX / x) overflow = true;
+        else p *= x;
+    }
+    return !overflow && p == n;
+}
+inline error count_error(size_t n, const std::vector<size_t> &extents, const char *origin) {
+    std::string m = std::to_string(n) + " elements for extents [";
+    for (size_t k = 0; k < extents.size(); ++k) m += (k ? ", " : "") + std::to_string(extents[k]);
+    return error(status::shape_mismatch, m + "]", origin);
+}
 } // namespace detail
 
 /// An immediate scalar: any real number, or a std::complex.
@@ -939,9 +1016,13 @@ class tensor {
                      e);
         return tensor(t);
     }
+    /// As above; `data` must hold exactly the extents' product of elements
+    /// (else shape_mismatch).
     template <typename T>
     static detail::ret<tensor> copy_of(const std::vector<T> &data, const std::vector<size_t> &extents,
                                        order o = order::row_major) {
+        if (!detail::holds_exactly(data.size(), extents))
+            TA_HPP_FAIL(tensor, detail::count_error(data.size(), extents, "ta::tensor::copy_of"));
         return copy_of(data.data(), extents, o);
     }
     /// Wraps caller memory without copying. `on_release()` runs once after the
@@ -975,12 +1056,19 @@ class tensor {
         return tensor(t);
     }
     /// Takes a vector's storage (zero-copy); it is freed after the last access.
+    /// `v` must hold exactly the extents' product of elements (else
+    /// shape_mismatch, and `v` is left as it was). If the wrap fails, the
+    /// storage is freed.
     template <typename T>
     static detail::ret<tensor> adopt(std::vector<T> &&v, const std::vector<size_t> &extents,
                                      order o = order::row_major) {
-        auto *owned = new std::vector<T>(std::move(v));
+        if (!detail::holds_exactly(v.size(), extents))
+            TA_HPP_FAIL(tensor, detail::count_error(v.size(), extents, "ta::tensor::adopt"));
+        // The release callable owns the vector: freeing the callable (after
+        // the release, or when the wrap fails) frees the storage.
+        std::unique_ptr<std::vector<T>> owned(new std::vector<T>(std::move(v)));
         T *p = owned->data();
-        return wrap(p, extents, o, [owned]() { delete owned; });
+        return wrap(p, extents, o, [owned = std::move(owned)]() mutable { owned.reset(); });
     }
 
     // -- properties
@@ -1101,9 +1189,12 @@ class tensor {
     // -- host data
     /// Copies host memory in asynchronously; `src` must stay valid until the
     /// operation completes (pass options().event_to(ev) and wait on ev).
+    /// T must be the tensor's element type (else dtype_mismatch; `void` skips the check).
     template <typename T>
     detail::ret<void> copy_in(const T *src, const std::vector<size_t> &extents,
                               const options &o = options()) const {
+        if constexpr (!std::is_void<T>::value)
+            if (dtype_differs<T>()) TA_HPP_FAIL(void, dtype_error<T>("ta::tensor::copy_in"));
         ta_event *ev = nullptr;
         ta_error *e = nullptr;
         TA_HPP_CHECK_VOID(
@@ -1112,8 +1203,11 @@ class tensor {
         TA_HPP_RETURN_VOID;
     }
     /// Copies the elements out (dense row-major) asynchronously into dst[0..capacity).
+    /// T must be the tensor's element type (else dtype_mismatch; `void` skips the check).
     template <typename T>
     detail::ret<void> copy_out(T *dst, size_t capacity, const options &o = options()) const {
+        if constexpr (!std::is_void<T>::value)
+            if (dtype_differs<T>()) TA_HPP_FAIL(void, dtype_error<T>("ta::tensor::copy_out"));
         ta_event *ev = nullptr;
         ta_error *e = nullptr;
         TA_HPP_CHECK_VOID(ta_copy_out(h_.get(), dst, capacity, nullptr, o.c(), o.event_slot(&ev), &e), e);
@@ -1121,7 +1215,9 @@ class tensor {
         TA_HPP_RETURN_VOID;
     }
     /// Blocking: the elements, dense row-major, once every earlier write is done.
+    /// T must be the tensor's element type (else dtype_mismatch).
     template <typename T> detail::ret<std::vector<T>> to_vector() const {
+        if (dtype_differs<T>()) TA_HPP_FAIL(std::vector<T>, dtype_error<T>("ta::tensor::to_vector"));
         size_t r = 0;
         TA_HPP_CHECK(std::vector<T>, ta_tensor_rank(h_.get(), &r), nullptr);
         std::vector<size_t> x(r);
@@ -1138,7 +1234,9 @@ class tensor {
         return out;
     }
     /// Blocking: the single element of a 0-d (or one-element) tensor.
+    /// T must be the tensor's element type (else dtype_mismatch).
     template <typename T> detail::ret<T> item() const {
+        if (dtype_differs<T>()) TA_HPP_FAIL(T, dtype_error<T>("ta::tensor::item"));
         T v{};
         ta_event *ev = nullptr;
         ta_error *e = nullptr;
@@ -1186,6 +1284,18 @@ class tensor {
                                            const std::vector<ptrdiff_t> &strides = {});
 
   private:
+    // Whether T differs from the dtype; false when the dtype cannot be read
+    // (the C call that follows reports the handle's status).
+    template <typename T> bool dtype_differs() const noexcept {
+        ta_dtype d = 0;
+        return ta_tensor_dtype(h_.get(), &d) == TA_STATUS_OK && d != static_cast<ta_dtype>(dtype_v<T>);
+    }
+    template <typename T> error dtype_error(const char *origin) const {
+        return error(status::dtype_mismatch,
+                     std::string("the element type (") + dtype_name(dtype_v<T>) + ") is not the tensor's dtype (" +
+                         dtype_name(element_type()) + ")",
+                     origin);
+    }
     template <typename B> static void release_box(void *u) noexcept {
         B *b = static_cast<B *>(u);
 #if !defined(TA_HPP_NO_EXCEPTIONS)
@@ -1353,11 +1463,31 @@ inline detail::ret<void> contract(const tensor &c, scalar alpha, const tensor &a
     TA_HPP_OP(ta_contract(c.get(), alpha.c, a.get(), b.get(), a_axes.size(), a_axes.data(), b_axes.data(), &beta.c,
                           TA_HPP_TAIL));
 }
+/// Sets every element to `value`. An integer `value` is passed exactly
+/// (ta_fill_i64/ta_fill_u64: every 64-bit value, not only those a double
+/// names); a floating-point or complex one as a ta_scalar (ta_fill).
 inline detail::ret<void> fill(const tensor &t, scalar value, const options &o = options()) {
     TA_HPP_OP(ta_fill(t.get(), value.c, TA_HPP_TAIL));
 }
+template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>>
+inline detail::ret<void> fill(const tensor &t, I value, const options &o = options()) {
+    if constexpr (std::is_signed<I>::value) {
+        TA_HPP_OP(ta_fill_i64(t.get(), static_cast<int64_t>(value), TA_HPP_TAIL));
+    } else {
+        TA_HPP_OP(ta_fill_u64(t.get(), static_cast<uint64_t>(value), TA_HPP_TAIL));
+    }
+}
+/// x = alpha·x; an integer `alpha` is passed exactly (ta_scale_i64/ta_scale_u64).
 inline detail::ret<void> scale(const tensor &x, scalar alpha, const options &o = options()) {
     TA_HPP_OP(ta_scale(x.get(), alpha.c, TA_HPP_TAIL));
+}
+template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>>
+inline detail::ret<void> scale(const tensor &x, I alpha, const options &o = options()) {
+    if constexpr (std::is_signed<I>::value) {
+        TA_HPP_OP(ta_scale_i64(x.get(), static_cast<int64_t>(alpha), TA_HPP_TAIL));
+    } else {
+        TA_HPP_OP(ta_scale_u64(x.get(), static_cast<uint64_t>(alpha), TA_HPP_TAIL));
+    }
 }
 /// y = alpha·x + y.
 inline detail::ret<void> axpy(const tensor &y, scalar alpha, const tensor &x, const options &o = options()) {
@@ -1459,12 +1589,45 @@ class kernel_ctx {
         TA_HPP_CHECK(token, ta_kernel_defer(c_, &t), nullptr);
         return token(t);
     }
-    /// Runs f(begin, end) over pieces of [begin, end) in parallel on the runtime's workers.
+    /// Runs f(begin, end) over pieces of [begin, end) in parallel on the
+    /// runtime's workers, and returns when every piece is done. An exception
+    /// thrown by f never unwinds into the library: the pieces not yet started
+    /// are skipped and the first exception is rethrown here, on the kernel's
+    /// thread, once the loop is over (so, uncaught, it fails the kernel as
+    /// any exception of a kernel does). A failure of the call itself (begin >
+    /// end, a context not of a running kernel) throws ta::error; in the
+    /// no-exceptions mode f must not throw and such failures are ignored.
     template <typename F> void parallel_for(size_t begin, size_t end, size_t grain, F &&f) const {
         using B = std::remove_reference_t<F>;
+#if !defined(TA_HPP_NO_EXCEPTIONS)
+        struct state {
+            B *f;
+            std::atomic<bool> failed{false};
+            std::exception_ptr exc;
+        } st;
+        st.f = &f;
+        ta_status s = ta_kernel_parallel_for(
+            c_, begin, end, grain,
+            [](size_t b, size_t e, void *ud) {
+                auto *p = static_cast<state *>(ud);
+                if (p->failed.load(std::memory_order_relaxed)) return;
+                try {
+                    (*p->f)(b, e);
+                } catch (...) {
+                    // The first exception is kept; the loop's end orders this write before the rethrow.
+                    if (!p->failed.exchange(true, std::memory_order_acq_rel)) p->exc = std::current_exception();
+                }
+            },
+            &st);
+        if (st.exc) std::rethrow_exception(st.exc);
+        if (s != TA_STATUS_OK)
+            throw error(static_cast<ta::status>(s), std::string("parallel_for: ") + ta_status_describe(s),
+                        "ta::kernel_ctx::parallel_for");
+#else
         ta_kernel_parallel_for(
             c_, begin, end, grain, [](size_t b, size_t e, void *ud) { (*static_cast<B *>(ud))(b, e); },
             const_cast<void *>(static_cast<const void *>(&f)));
+#endif
     }
 
   private:
@@ -1795,8 +1958,43 @@ template <mode M> inline mapping_awaiter<M> operator co_await(pending_mapping<M>
 }
 
 namespace detail {
+// How a task driven by completion_queue::run() tells it that it finished,
+// on whatever thread it finished (an inline resumption runs it on a worker):
+// `done` (release; run() reads it with acquire before the task's result),
+// and a byte on a pipe that run() polls next to the queue's descriptor.
+struct run_signal {
+    std::atomic<bool> done{false};
+    int fds[2] = {-1, -1};
+    run_signal() noexcept {
+        if (::pipe(fds) != 0) {
+            fds[0] = fds[1] = -1;
+            return;
+        }
+        ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+        ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    }
+    run_signal(const run_signal &) = delete;
+    run_signal &operator=(const run_signal &) = delete;
+    ~run_signal() {
+        if (fds[0] >= 0) ::close(fds[0]);
+        if (fds[1] >= 0) ::close(fds[1]);
+    }
+    // The last access of the signalling thread to *this is the store.
+    void fire() noexcept {
+        if (fds[1] >= 0) {
+            const char b = 1;
+            ssize_t w;
+            do {
+                w = ::write(fds[1], &b, 1);
+            } while (w < 0 && errno == EINTR);
+        }
+        done.store(true, std::memory_order_release);
+    }
+};
+
 struct promise_base {
     std::coroutine_handle<> continuation{};
+    run_signal *signal = nullptr; // set for the task that completion_queue::run drives
 #if !defined(TA_HPP_NO_EXCEPTIONS)
     std::exception_ptr exc;
     void unhandled_exception() noexcept { exc = std::current_exception(); }
@@ -1808,7 +2006,10 @@ struct promise_base {
         bool await_ready() noexcept { return false; }
         template <typename P> std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
             auto c = h.promise().continuation;
-            return c ? c : std::noop_coroutine();
+            if (c) return c;
+            // The frame may be destroyed as soon as fire() stores: read nothing of it after.
+            if (run_signal *sig = h.promise().signal) sig->fire();
+            return std::noop_coroutine();
         }
         void await_resume() noexcept {}
     };
@@ -1875,12 +2076,24 @@ template <typename T> class task {
 
 template <typename T> T completion_queue::run(task<T> t) {
     auto h = t.handle();
+    detail::run_signal sig;
+    h.promise().signal = &sig;
     completion_queue *prev = current();
     current() = this;
     h.resume();
     current() = prev;
-    while (!h.done()) {
-        block(-1);
+    // Until the task finishes: here (resumed by drain()) or on another
+    // thread (an await that resumes inline), which then writes to the pipe.
+    while (!sig.done.load(std::memory_order_acquire)) {
+        struct pollfd p[2];
+        p[0].fd = fd();
+        p[0].events = POLLIN;
+        p[0].revents = 0;
+        p[1].fd = sig.fds[0];
+        p[1].events = POLLIN;
+        p[1].revents = 0;
+        // Without a pipe (none could be made), look at the flag every millisecond.
+        ::poll(p, sig.fds[0] >= 0 ? 2 : 1, sig.fds[0] >= 0 ? -1 : 1);
         drain();
     }
     return h.promise().take();

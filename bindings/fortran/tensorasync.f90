@@ -75,11 +75,16 @@ module tensorasync
   interface ta_get
     module procedure get_f64
   end interface ta_get
+  ! ta_trace_start(capacity): a default integer or an integer(c_int64_t).
+  interface ta_trace_start
+    module procedure trace_start_i64, trace_start_int
+  end interface ta_trace_start
 
   private :: wrap_f64, wrap_f32, wrap_c128, wrap_c64, wrap_i32, wrap_i64, wrap_any
   private :: free_tensor, free_event, free_runtime, free_blocks, free_mapping, wait_tensor, wait_event
-  private :: view_ptr_f64_1, view_ptr_f64_2, put_f64, get_f64
-  private :: finish, c_string, error_text, submit_opts, real_scalar, intern
+  private :: view_ptr_f64_1, view_ptr_f64_2, put_f64, get_f64, trace_start_i64, trace_start_int
+  private :: finish, fail, c_string, error_text, submit_opts, real_scalar, intern, c_chars, dtype_label, &
+      check_host_array, shape_label, c_ptr_offset, no_f64
   private :: names, name_entry, runtime_ptr, release_runtime
 
   ! Kernel names are kept for the life of the program (the C ABI does not copy them).
@@ -87,6 +92,8 @@ module tensorasync
     character(kind=c_char), allocatable :: s(:)
   end type name_entry
   type(name_entry), allocatable, target, save :: names(:)
+  ! What ta_view_ptr points a pointer of no elements at.
+  real(c_double), target, save :: no_f64(0)
 
 contains
 
@@ -160,6 +167,108 @@ contains
     if (.not. present(stat)) error stop 'tensorasync: ' // where // ': ' // msg
   end subroutine finish
 
+  ! Report failure `s` with the message `msg` (no C error object), as finish does.
+  subroutine fail(s, msg, stat, errmsg, where)
+    integer(c_int32_t), intent(in) :: s
+    character(len=*), intent(in) :: msg
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    character(len=*), intent(in) :: where
+    if (present(stat)) stat = int(s)
+    if (present(errmsg)) errmsg = msg
+    if (.not. present(stat)) error stop 'tensorasync: ' // where // ': ' // msg
+  end subroutine fail
+
+  ! `text` without trailing blanks, NUL-terminated (Fortran strings are
+  ! blank-padded: names and paths are trimmed, as OPEN(FILE=) trims them).
+  subroutine c_chars(text, buf)
+    character(len=*), intent(in) :: text
+    character(kind=c_char), allocatable, intent(out) :: buf(:)
+    integer :: k, n
+    n = len_trim(text)
+    allocate(buf(n + 1))
+    do k = 1, n
+      buf(k) = text(k:k)
+    end do
+    buf(n + 1) = c_null_char
+  end subroutine c_chars
+
+  ! The name of a dtype ('f64', 'c128', ...).
+  function dtype_label(dt) result(name)
+    integer(c_int32_t), intent(in) :: dt
+    character(len=:), allocatable :: name
+    select case (dt)
+    case (TA_DTYPE_F32); name = 'f32'
+    case (TA_DTYPE_F64); name = 'f64'
+    case (TA_DTYPE_C64); name = 'c64'
+    case (TA_DTYPE_C128); name = 'c128'
+    case (TA_DTYPE_I8); name = 'i8'
+    case (TA_DTYPE_I16); name = 'i16'
+    case (TA_DTYPE_I32); name = 'i32'
+    case (TA_DTYPE_I64); name = 'i64'
+    case (TA_DTYPE_U8); name = 'u8'
+    case (TA_DTYPE_U16); name = 'u16'
+    case (TA_DTYPE_U32); name = 'u32'
+    case (TA_DTYPE_U64); name = 'u64'
+    case default; name = 'unknown'
+    end select
+  end function dtype_label
+
+  ! Before a copy between tensor `t` and an array of dtype `dtype` and shape
+  ! `shp`: the tensor's dtype must be the array's (TA_STATUS_DTYPE_MISMATCH)
+  ! and, with `same_shape`, its shape the array's (TA_STATUS_SHAPE_MISMATCH).
+  ! `s` is the status, `msg` the message of a failure ('' for a status of
+  ! the C calls, described by error_text).
+  subroutine check_host_array(t, dtype, shp, same_shape, s, msg)
+    type(ta_tensor), intent(in) :: t
+    integer(c_int32_t), intent(in) :: dtype
+    integer(c_size_t), intent(in) :: shp(:)
+    logical, intent(in) :: same_shape
+    integer(c_int32_t), intent(out) :: s
+    character(len=:), allocatable, intent(out) :: msg
+    integer(c_int32_t) :: dt
+    integer(c_size_t) :: r
+    integer(c_size_t), allocatable :: ext(:)
+    msg = ''
+    dt = 0
+    s = c_ta_tensor_dtype(t%ptr, dt)
+    if (s /= TA_STATUS_OK) return
+    if (dt /= dtype) then
+      s = TA_STATUS_DTYPE_MISMATCH
+      msg = 'the tensor''s dtype is ' // dtype_label(dt) // ', the array''s ' // dtype_label(dtype)
+      return
+    end if
+    if (.not. same_shape) return
+    r = 0
+    s = c_ta_tensor_rank(t%ptr, r)
+    if (s /= TA_STATUS_OK) return
+    allocate(ext(max(r, 1_c_size_t)))
+    s = c_ta_tensor_extents(t%ptr, ext, r)
+    if (s /= TA_STATUS_OK) return
+    if (r /= size(shp, kind=c_size_t)) then
+      s = TA_STATUS_SHAPE_MISMATCH
+    else if (any(ext(1:r) /= shp)) then
+      s = TA_STATUS_SHAPE_MISMATCH
+    end if
+    if (s == TA_STATUS_SHAPE_MISMATCH) &
+      msg = 'the tensor''s shape ' // shape_label(ext(1:r)) // ' is not the array''s ' // shape_label(shp)
+  end subroutine check_host_array
+
+  ! A shape as text: '[2, 3]'.
+  function shape_label(x) result(text)
+    integer(c_size_t), intent(in) :: x(:)
+    character(len=:), allocatable :: text
+    character(len=24) :: num
+    integer :: k
+    text = '['
+    do k = 1, size(x)
+      write (num, '(i0)') x(k)
+      if (k > 1) text = text // ', '
+      text = text // trim(num)
+    end do
+    text = text // ']'
+  end function shape_label
+
   ! The status name of a status value, e.g. 'TA_STATUS_SHAPE_MISMATCH'.
   function ta_status_string(s) result(name)
     integer, intent(in) :: s
@@ -193,16 +302,19 @@ contains
     s%im = 0.0_c_double
   end function real_scalar
 
-  ! A NUL-terminated copy of `name` that lives as long as the program.
+  ! A NUL-terminated copy of `name` without its trailing blanks, that lives
+  ! as long as the program.
   function intern(name) result(p)
     character(len=*), intent(in) :: name
     type(c_ptr) :: p
     type(name_entry), allocatable :: grown(:)
-    integer :: i, k, n
+    character(kind=c_char), allocatable :: cname(:)
+    integer :: i, n
+    call c_chars(name, cname)
     if (.not. allocated(names)) allocate(names(0))
     do i = 1, size(names)
-      if (size(names(i)%s) == len(name) + 1) then
-        if (all([(names(i)%s(k) == name(k:k), k = 1, len(name))])) then
+      if (size(names(i)%s) == size(cname)) then
+        if (all(names(i)%s == cname)) then
           p = c_loc(names(i)%s)
           return
         end if
@@ -213,11 +325,7 @@ contains
     do i = 1, n
       call move_alloc(names(i)%s, grown(i)%s)
     end do
-    allocate(grown(n + 1)%s(len(name) + 1))
-    do k = 1, len(name)
-      grown(n + 1)%s(k) = name(k:k)
-    end do
-    grown(n + 1)%s(len(name) + 1) = c_null_char
+    call move_alloc(cname, grown(n + 1)%s)
     call move_alloc(grown, names)
     p = c_loc(names(n + 1)%s)
   end function intern
@@ -330,7 +438,7 @@ contains
   ! Start recording a trace of everything the runtime runs from now on
   ! (`capacity` operations kept, 0 or absent: the library's default; the
   ! oldest are dropped when it is full). A recording in progress restarts.
-  subroutine ta_trace_start(capacity, runtime, stat, errmsg)
+  subroutine trace_start_i64(capacity, runtime, stat, errmsg)
     integer(c_int64_t), intent(in), optional :: capacity
     type(ta_runtime), intent(in), optional :: runtime
     integer, intent(out), optional :: stat
@@ -348,9 +456,17 @@ contains
     if (s == TA_STATUS_OK) s = c_ta_runtime_trace_start(r, o, err)
     call release_runtime(r, owned)
     call finish(s, err, stat, errmsg, 'ta_trace_start')
-  end subroutine ta_trace_start
+  end subroutine trace_start_i64
+  subroutine trace_start_int(capacity, runtime, stat, errmsg)
+    integer, intent(in) :: capacity
+    type(ta_runtime), intent(in), optional :: runtime
+    integer, intent(out), optional :: stat
+    character(len=*), intent(inout), optional :: errmsg
+    call trace_start_i64(int(capacity, c_int64_t), runtime, stat, errmsg)
+  end subroutine trace_start_int
 
-  ! Stop recording and write the trace to the file `path` as Chrome
+  ! Stop recording and write the trace to the file `path` (trailing blanks
+  ! trimmed) as Chrome
   ! trace-event JSON (chrome://tracing, ui.perfetto.dev); without `path`,
   ! discard it. TA_STATUS_INVALID_ARGUMENT if the runtime is not recording.
   subroutine ta_trace_stop(path, runtime, stat, errmsg)
@@ -362,15 +478,10 @@ contains
     type(c_ptr) :: err, r, pp
     logical :: owned
     integer(c_int32_t) :: s
-    integer :: k
     err = c_null_ptr
     pp = c_null_ptr
     if (present(path)) then
-      allocate(cpath(len(path) + 1))
-      do k = 1, len(path)
-        cpath(k) = path(k:k)
-      end do
-      cpath(len(path) + 1) = c_null_char
+      call c_chars(path, cpath)   ! trailing blanks trimmed
       pp = c_loc(cpath)
     end if
     call runtime_ptr(runtime, r, owned, s)
@@ -652,7 +763,9 @@ contains
     call finish(s, err, stat, errmsg, 'ta_wait')
   end subroutine wait_event
 
-  ! Blocking copy of a tensor's elements into a Fortran array of the same shape.
+  ! Blocking copy of a tensor's elements into a Fortran array of the same
+  ! shape. The tensor's dtype must be the array's (TA_STATUS_DTYPE_MISMATCH)
+  ! and its shape the array's (TA_STATUS_SHAPE_MISMATCH).
   subroutine get_f64(t, a, stat, errmsg)
     type(ta_tensor), intent(in) :: t
     real(c_double), intent(inout), target, contiguous :: a(..)
@@ -662,6 +775,16 @@ contains
     integer(c_ptrdiff_t) :: str(max(rank(a), 1))
     integer(c_int32_t) :: s, rc
     integer :: k
+    character(len=:), allocatable :: why
+    call check_host_array(t, TA_DTYPE_F64, shape(a, kind=c_size_t), .true., s, why)
+    if (s /= TA_STATUS_OK) then
+      if (len(why) > 0) then
+        call fail(s, why, stat, errmsg, 'ta_get')
+      else
+        call finish(s, c_null_ptr, stat, errmsg, 'ta_get')
+      end if
+      return
+    end if
     str(1) = 1
     do k = 2, rank(a)
       str(k) = str(k - 1) * size(a, k - 1)
@@ -677,7 +800,10 @@ contains
     call finish(s, err, stat, errmsg, 'ta_get')
   end subroutine get_f64
 
-  ! Blocking copy of a Fortran array into a tensor (an overwrite).
+  ! Blocking copy of a Fortran array into a tensor (an overwrite). The
+  ! tensor's dtype must be the array's (TA_STATUS_DTYPE_MISMATCH); a
+  ! constructed tensor must have the array's shape (TA_STATUS_SHAPE_MISMATCH),
+  ! an unconstructed one takes it.
   subroutine put_f64(t, a, stat, errmsg)
     type(ta_tensor), intent(in) :: t
     real(c_double), intent(in), target, contiguous :: a(..)
@@ -688,6 +814,16 @@ contains
     integer(c_size_t) :: ext(max(rank(a), 1))
     integer(c_int32_t) :: s, rc
     integer :: k
+    character(len=:), allocatable :: why
+    call check_host_array(t, TA_DTYPE_F64, shape(a, kind=c_size_t), .false., s, why)
+    if (s /= TA_STATUS_OK) then
+      if (len(why) > 0) then
+        call fail(s, why, stat, errmsg, 'ta_put')
+      else
+        call finish(s, c_null_ptr, stat, errmsg, 'ta_put')
+      end if
+      return
+    end if
     str(1) = 1
     ext(1) = 1
     do k = 1, rank(a)
@@ -906,18 +1042,16 @@ contains
     type(c_ptr), intent(in) :: ctx
     character(len=*), intent(in) :: message
     integer(c_int32_t) :: status
-    character(kind=c_char), target :: buf(len(message) + 1)
-    integer :: k
-    do k = 1, len(message)
-      buf(k) = message(k:k)
-    end do
-    buf(len(message) + 1) = c_null_char
+    character(kind=c_char), allocatable, target :: buf(:)
+    call c_chars(message, buf)   ! trailing blanks trimmed
     status = c_ta_kernel_set_error(ctx, c_loc(buf))
     status = TA_STATUS_KERNEL_FAILED
   end function ta_kernel_fail
 
-  ! A Fortran pointer to a 1-d f64 view (any positive stride). stat /= 0
-  ! (and p null) for another dtype, rank or layout.
+  ! A Fortran pointer to a 1-d f64 view (any stride, negative ones
+  ! included: sections with negative steps). stat /= 0 (and p null) for
+  ! another dtype or rank (TA_STATUS_DTYPE_MISMATCH), or a stride of 0
+  ! (TA_STATUS_NOT_CONTIGUOUS).
   subroutine view_ptr_f64_1(v, p, stat)
     type(ta_view), intent(in) :: v
     real(c_double), pointer, intent(out) :: p(:)
@@ -925,20 +1059,40 @@ contains
     integer(c_size_t), pointer :: ext(:)
     integer(c_ptrdiff_t), pointer :: str(:)
     real(c_double), pointer :: flat(:)
+    integer(c_ptrdiff_t) :: e, s, span
     p => null()
     stat = int(TA_STATUS_DTYPE_MISMATCH)
     if (v%dtype /= TA_DTYPE_F64 .or. v%rank /= 1) return
     call c_f_pointer(v%extents, ext, [1])
     call c_f_pointer(v%strides, str, [1])
+    e = int(ext(1), c_ptrdiff_t)
+    if (e == 0) then
+      p => no_f64
+      stat = 0
+      return
+    end if
+    s = str(1)
+    if (e == 1) s = 1
     stat = int(TA_STATUS_NOT_CONTIGUOUS)
-    if (str(1) < 1) return
-    call c_f_pointer(v%data, flat, [(ext(1) - 1) * str(1) + 1])
-    p => flat(1::str(1))
+    if (s == 0) return
+    span = (e - 1) * abs(s) + 1
+    if (s > 0) then
+      call c_f_pointer(v%data, flat, [span])
+      p => flat(1::s)
+    else
+      ! The lowest address is that of the last element.
+      call c_f_pointer(c_ptr_offset(v%data, (e - 1) * s), flat, [span])
+      p => flat(span:1:s)
+    end if
     stat = 0
   end subroutine view_ptr_f64_1
 
   ! A Fortran pointer p(i, j) to a 2-d f64 view whose first axis has the
-  ! smaller stride (column-major arrays, their sections and tiles).
+  ! smaller stride (column-major arrays, their sections and tiles, negative
+  ! steps included): any view whose column j+1 lies past column j, that is
+  ! abs(stride 2) > (extent 1 - 1) * abs(stride 1). stat /= 0 (and p null)
+  ! for another dtype or rank (TA_STATUS_DTYPE_MISMATCH) or another layout
+  ! (TA_STATUS_NOT_CONTIGUOUS: a transposed view, for example).
   subroutine view_ptr_f64_2(v, p, stat)
     type(ta_view), intent(in) :: v
     real(c_double), pointer, intent(out) :: p(:, :)
@@ -946,23 +1100,53 @@ contains
     integer(c_size_t), pointer :: ext(:)
     integer(c_ptrdiff_t), pointer :: str(:)
     real(c_double), pointer :: full(:, :)
+    integer(c_ptrdiff_t) :: e1, e2, s1, s2, col, ld, lo
     p => null()
     stat = int(TA_STATUS_DTYPE_MISMATCH)
     if (v%dtype /= TA_DTYPE_F64 .or. v%rank /= 2) return
     call c_f_pointer(v%extents, ext, [2])
     call c_f_pointer(v%strides, str, [2])
-    stat = int(TA_STATUS_NOT_CONTIGUOUS)
-    if (ext(1) == 0 .or. ext(2) == 0) return
-    if (str(1) < 1 .or. str(2) < str(1) * int(ext(1), c_ptrdiff_t) .and. ext(2) > 1) return
-    if (ext(2) > 1 .and. mod(str(2), str(1)) /= 0) return
-    if (ext(2) == 1) then
-      call c_f_pointer(v%data, full, [(ext(1) - 1) * str(1) + 1, 1_c_size_t])
-    else
-      call c_f_pointer(v%data, full, [int(str(2), c_size_t), ext(2)])
+    e1 = int(ext(1), c_ptrdiff_t)
+    e2 = int(ext(2), c_ptrdiff_t)
+    if (e1 == 0 .or. e2 == 0) then
+      p(1:e1, 1:e2) => no_f64
+      stat = 0
+      return
     end if
-    p => full(1:(ext(1) - 1) * str(1) + 1:str(1), :)
+    s1 = str(1)
+    s2 = str(2)
+    if (e1 == 1) s1 = 1
+    col = (e1 - 1) * abs(s1) + 1        ! the span of one column
+    if (e2 == 1) s2 = col
+    stat = int(TA_STATUS_NOT_CONTIGUOUS)
+    if (s1 == 0 .or. abs(s2) < col) return
+    ! full(:, :) starts at the lowest address, with leading dimension
+    ! abs(s2): element (i, j) of the view is full(r0 + i*s1, c0 + j*sign(s2)).
+    ld = abs(s2)
+    lo = min(0_c_ptrdiff_t, (e1 - 1) * s1) + min(0_c_ptrdiff_t, (e2 - 1) * s2)
+    call c_f_pointer(c_ptr_offset(v%data, lo), full, [ld, e2])
+    if (s1 > 0 .and. s2 > 0) then
+      p => full(1:col:s1, 1:e2)
+    else if (s1 > 0) then
+      p => full(1:col:s1, e2:1:-1)
+    else if (s2 > 0) then
+      p => full(col:1:s1, 1:e2)
+    else
+      p => full(col:1:s1, e2:1:-1)
+    end if
     stat = 0
   end subroutine view_ptr_f64_2
+
+  ! The C address `elements` f64 elements from `base`.
+  function c_ptr_offset(base, elements) result(q)
+    type(c_ptr), intent(in) :: base
+    integer(c_ptrdiff_t), intent(in) :: elements
+    type(c_ptr) :: q
+    integer(c_intptr_t) :: a
+    a = transfer(base, a)
+    a = a + int(elements, c_intptr_t) * int(c_sizeof(0.0_c_double), c_intptr_t)
+    q = transfer(a, q)
+  end function c_ptr_offset
 
   ! ---------------------------------------------------------------- block arrays
 

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -436,6 +438,189 @@ void test_kernel_exceptions(const ta::options &o) {
     CHECK(b.to_vector<double>() == std::vector<double>(2, 1.0));
 }
 
+// Runs f, which must throw ta::error with status `s`, a message containing
+// `in_message` and origin `origin`.
+template <typename F> void expect_error(F f, ta::status s, const std::string &in_message, const std::string &origin) {
+    bool thrown = false;
+    try {
+        f();
+    } catch (const ta::error &e) {
+        thrown = true;
+        CHECK(e.status() == s);
+        CHECK(e.message().find(in_message) != std::string::npos);
+        CHECK(e.origin() == origin);
+        if (e.status() != s || e.message().find(in_message) == std::string::npos || e.origin() != origin)
+            std::fprintf(stderr, "  got %s '%s' from '%s'\n", ta::status_name(e.status()), e.what(),
+                         e.origin().c_str());
+    }
+    CHECK(thrown);
+}
+
+// An exception in a parallel_for body never unwinds into the library: it
+// fails the kernel (or the kernel catches it, rethrown on its own thread).
+void test_parallel_for_exceptions(const ta::options &o) {
+    auto u = ta::tensor::zeros<double>({1000});
+    std::atomic<int> after{0};
+    ta::event ev;
+    ta::submit(ta::options(o).name("pf_kernel").event_to(ev),
+               [&after](ta::kernel_ctx &ctx, ta::view<double, 1> v) {
+                   ctx.parallel_for(0, v.extent(0), 10, [&](size_t b, size_t e) {
+                       if (b >= 500) throw std::runtime_error("piece failed");
+                       for (size_t i = b; i < e; ++i) v(i) = 1.0;
+                   });
+                   after = 1; // not reached: the exception comes out of parallel_for
+               },
+               ta::out(u));
+    expect_error([&] { ev.wait(); }, ta::status::kernel_failed, "piece failed", "pf_kernel");
+    expect_error([&] { u.wait(); }, ta::status::kernel_failed, "piece failed", "pf_kernel"); // poisoned
+    CHECK(after.load() == 0);
+    // A non-std exception from a piece.
+    ta::submit(o, [](ta::kernel_ctx &ctx, ta::view<double, 1> v) {
+        ctx.parallel_for(0, v.extent(0), 100, [](size_t, size_t) { throw 7; });
+    }, ta::out(u));
+    expect_error([&] { u.wait(); }, ta::status::kernel_failed, "unknown C++ exception", "ta_kernel_submit");
+    // The kernel may catch the piece's exception itself (its type is kept).
+    auto w = ta::tensor::zeros<double>({100});
+    ta::submit(o, [](ta::kernel_ctx &ctx, ta::view<double, 1> v) {
+        try {
+            ctx.parallel_for(0, v.extent(0), 10, [](size_t b, size_t) {
+                if (b == 50) throw std::logic_error("caught by the kernel");
+            });
+        } catch (const std::logic_error &ex) {
+            v(0) = std::string(ex.what()) == "caught by the kernel" ? 7.0 : -1.0;
+        }
+    }, ta::out(w));
+    CHECK(w.to_vector<double>()[0] == 7.0);
+    // The call's own failure (begin > end) throws ta::error, which fails the kernel.
+    ta::submit(o, [](ta::kernel_ctx &ctx, ta::view<double, 1>) {
+        ctx.parallel_for(5, 1, 1, [](size_t, size_t) {});
+    }, ta::out(w));
+    expect_error([&] { w.wait(); }, ta::status::kernel_failed, "parallel_for", "ta_kernel_submit");
+    // Without exceptions every piece runs, as before.
+    ta::fill(u, 0.0, o);
+    std::atomic<size_t> items{0};
+    ta::submit(o, [&items](ta::kernel_ctx &ctx, ta::view<double, 1> v) {
+        ctx.parallel_for(0, v.extent(0), 7, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) v(i) = 2.0 * double(i);
+            items += e - b;
+        });
+    }, ta::inout(u));
+    auto uv = u.to_vector<double>();
+    bool ok = items.load() == 1000;
+    for (size_t i = 0; i < 1000; ++i) ok = ok && uv[i] == 2.0 * double(i);
+    CHECK(ok);
+}
+
+// Typed host access checks the element type against the tensor's dtype, and
+// vectors must hold exactly the extents' product of elements.
+void test_host_data_checks(const ta::options &o) {
+    auto d = ta::tensor::copy_of(std::vector<double>{1.5, 2.5, 3.5}, {3});
+    expect_error([&] { (void)d.to_vector<float>(); }, ta::status::dtype_mismatch, "(f32) is not the tensor's dtype (f64)",
+                 "ta::tensor::to_vector");
+    expect_error([&] { (void)d.to_vector<int64_t>(); }, ta::status::dtype_mismatch, "(i64)", "ta::tensor::to_vector");
+    expect_error([&] { (void)d.to_vector<std::complex<double>>(); }, ta::status::dtype_mismatch, "(c128)",
+                 "ta::tensor::to_vector");
+    auto d0 = ta::tensor::zeros<double>({});
+    ta::fill(d0, 2.0, o);
+    expect_error([&] { (void)d0.item<float>(); }, ta::status::dtype_mismatch, "(f32)", "ta::tensor::item");
+    expect_error([&] { (void)d0.item<uint64_t>(); }, ta::status::dtype_mismatch, "(u64)", "ta::tensor::item");
+    CHECK(d0.item<double>() == 2.0);
+    const std::vector<float> fsrc{9, 8, 7};
+    expect_error([&] { d.copy_in(fsrc.data(), {3}, o); }, ta::status::dtype_mismatch, "(f32)", "ta::tensor::copy_in");
+    std::vector<float> fdst(3, -1.0f);
+    expect_error([&] { d.copy_out(fdst.data(), fdst.size(), o); }, ta::status::dtype_mismatch, "(f32)",
+                 "ta::tensor::copy_out");
+    CHECK(fdst == std::vector<float>(3, -1.0f));
+    CHECK(d.to_vector<double>() == (std::vector<double>{1.5, 2.5, 3.5})); // untouched
+    // The right element type works (and void stays an untyped copy).
+    const std::vector<double> dsrc{4, 5, 6};
+    ta::event ev;
+    d.copy_in(dsrc.data(), {3}, ta::options(o).event_to(ev));
+    ev.wait();
+    std::vector<double> ddst(3, 0.0);
+    d.copy_out(static_cast<void *>(ddst.data()), 3, ta::options(o).event_to(ev));
+    ev.wait();
+    CHECK(ddst == dsrc);
+    // On an unconstructed tensor the dtype is known too.
+    auto e32 = ta::tensor::empty(ta::dtype::f32);
+    expect_error([&] { e32.copy_in(dsrc.data(), {3}, o); }, ta::status::dtype_mismatch, "(f64) is not the tensor's dtype (f32)",
+                 "ta::tensor::copy_in");
+
+    // copy_of and adopt of a vector: exactly the extents' product of elements.
+    expect_error([] { (void)ta::tensor::copy_of(std::vector<double>{1, 2, 3, 4}, {3, 3}); },
+                 ta::status::shape_mismatch, "4 elements for extents [3, 3]", "ta::tensor::copy_of");
+    expect_error([] { (void)ta::tensor::copy_of(std::vector<double>(10, 1.0), {3, 3}); },
+                 ta::status::shape_mismatch, "10 elements for extents [3, 3]", "ta::tensor::copy_of");
+    expect_error([] { (void)ta::tensor::copy_of(std::vector<double>(4, 1.0), {SIZE_MAX / 2 + 1, 4}); },
+                 ta::status::shape_mismatch, "4 elements", "ta::tensor::copy_of");
+    auto z = ta::tensor::copy_of(std::vector<double>{}, {0, 5});
+    CHECK((z.extents() == std::vector<size_t>{0, 5}));
+    std::vector<double> keep{1, 2, 3, 4};
+    expect_error([&] { (void)ta::tensor::adopt(std::move(keep), {3, 3}); }, ta::status::shape_mismatch,
+                 "4 elements for extents [3, 3]", "ta::tensor::adopt");
+    CHECK(keep == (std::vector<double>{1, 2, 3, 4})); // left to the caller
+    expect_error([&] { (void)ta::tensor::adopt(std::move(keep), {SIZE_MAX / 2, 4}); }, ta::status::shape_mismatch,
+                 "4 elements", "ta::tensor::adopt");
+    // A wrap that fails frees the adopted storage (LeakSanitizer sees it otherwise).
+    expect_error([] { (void)ta::tensor::adopt(std::vector<double>(4, 1.0), {4}, static_cast<ta::order>(99)); },
+                 ta::status::invalid_argument, "order", "ta_tensor_wrap");
+    auto ad = ta::tensor::adopt(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+    CHECK(ad.to_vector<double>() == (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+// Integer fill and scale are exact for every 64-bit value.
+void test_integer_fill_scale(const ta::options &o) {
+    const int64_t big = (int64_t(1) << 53) + 1; // no double names it
+    auto i64 = ta::tensor::zeros<int64_t>({3});
+    ta::fill(i64, big, o);
+    CHECK(i64.to_vector<int64_t>() == std::vector<int64_t>(3, big));
+    ta::fill(i64, int64_t(3), o);
+    ta::scale(i64, int64_t(3000000000000001), o);
+    CHECK(i64.to_vector<int64_t>() == std::vector<int64_t>(3, int64_t(9000000000000003)));
+    ta::fill(i64, INT64_MIN, o);
+    CHECK(i64.to_vector<int64_t>() == std::vector<int64_t>(3, INT64_MIN));
+    auto u64 = ta::tensor::zeros<uint64_t>({2});
+    ta::fill(u64, UINT64_MAX, o);
+    CHECK(u64.to_vector<uint64_t>() == std::vector<uint64_t>(2, UINT64_MAX));
+    const uint64_t ua = (uint64_t(1) << 62) + 1;
+    ta::fill(u64, 3u, o);
+    ta::scale(u64, ua, o);
+    CHECK(u64.to_vector<uint64_t>() == std::vector<uint64_t>(2, uint64_t(3) * ua)); // wraps mod 2^64
+    auto ll = ta::tensor::zeros<long long>({1});
+    ta::fill(ll, (1LL << 60) + 7, o);
+    CHECK(ll.item<long long>() == (1LL << 60) + 7);
+    // A value the dtype does not hold is refused, as ta_fill refuses it.
+    auto u8 = ta::tensor::zeros<uint8_t>({2});
+    expect_error([&] { ta::fill(u8, -1, o); }, ta::status::invalid_argument, "", "ta_fill_i64");
+    expect_error([&] { ta::fill(u8, 256u, o); }, ta::status::invalid_argument, "", "ta_fill_u64");
+    // Integers still fill and scale floating-point tensors.
+    auto f = ta::tensor::zeros<double>({2});
+    ta::fill(f, 3, o);
+    ta::scale(f, -2, o);
+    CHECK(f.to_vector<double>() == std::vector<double>(2, -6.0));
+}
+
+// Every integer type has the dtype of its size and signedness.
+static_assert(ta::dtype_v<long long> == ta::dtype::i64, "long long is i64");
+static_assert(ta::dtype_v<unsigned long long> == ta::dtype::u64, "unsigned long long is u64");
+static_assert(ta::dtype_v<long> == (sizeof(long) == 8 ? ta::dtype::i64 : ta::dtype::i32), "long");
+static_assert(ta::dtype_v<char> == (CHAR_MIN < 0 ? ta::dtype::i8 : ta::dtype::u8), "char by its signedness");
+static_assert(ta::dtype_v<signed char> == ta::dtype::i8 && ta::dtype_v<unsigned char> == ta::dtype::u8, "chars");
+static_assert(ta::dtype_v<const int16_t> == ta::dtype::i16 && ta::dtype_v<uint32_t> == ta::dtype::u32, "cv");
+
+void test_integer_types() {
+    auto a = ta::tensor::copy_of(std::vector<long long>{-(1LL << 62), 5}, {2});
+    CHECK(a.element_type() == ta::dtype::i64);
+    CHECK((a.to_vector<long long>() == std::vector<long long>{-(1LL << 62), 5}));
+    CHECK((a.to_vector<int64_t>() == std::vector<int64_t>{-(int64_t(1) << 62), 5}));
+    auto b = ta::tensor::copy_of(std::vector<unsigned long long>{~0ULL, 2}, {2});
+    CHECK(b.element_type() == ta::dtype::u64);
+    CHECK((b.to_vector<uint64_t>() == std::vector<uint64_t>{UINT64_MAX, 2}));
+    auto c = ta::tensor::copy_of(std::vector<char>{'a', 'z'}, {2});
+    CHECK(c.element_type() == (CHAR_MIN < 0 ? ta::dtype::i8 : ta::dtype::u8));
+    CHECK((c.to_vector<char>() == std::vector<char>{'a', 'z'}));
+}
+
 void test_raii_release_pending(const ta::runtime &rt, const ta::options &o) {
     size_t live0 = live_handles();
     auto *g = new gate;
@@ -659,8 +844,40 @@ inline_runner inline_coro(const ta::tensor &t, std::atomic<int> *state, std::thr
     state->store(1);
 }
 
+// Resumed inline on the worker that completes the kernel, the task finishes
+// there: cq.run() must still return (it waited forever before).
+ta::task<double> inline_task(const ta::runtime &rt, const ta::tensor &t, std::atomic<int> *awaiting,
+                             std::thread::id *where) {
+    ta::event ev;
+    gate *g = new gate;
+    std::thread opener([g, awaiting] {
+        while (awaiting->load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // let the task suspend
+        g->open = true;
+    });
+    ta::submit(ta::options().on(rt).event_to(ev), [g](ta::view<double, 1> v) {
+        g->wait();
+        v(0) = 4;
+    }, ta::inout(t));
+    awaiting->store(1);
+    co_await ev.resume_inline();
+    *where = std::this_thread::get_id();
+    opener.join();
+    delete g;
+    co_return 2.5;
+}
+
 void test_coroutines(const ta::runtime &rt) {
     auto cq = ta::completion_queue::create();
+    {
+        auto t = ta::tensor::zeros<double>({1});
+        std::atomic<int> awaiting{0};
+        std::thread::id iw{};
+        double r = cq.run(inline_task(rt, t, &awaiting, &iw));
+        CHECK(r == 2.5);
+        CHECK(iw != std::this_thread::get_id()); // it finished on a worker
+        CHECK(t.item<double>() == 4);
+    }
     std::thread::id where{};
     double d = cq.run(outer_task(rt, &where));
     CHECK(d == 2 * (1 * 4 + 2 * 5 + 3 * 6));
@@ -1050,6 +1267,10 @@ int main() {
     test_blocks(o);
     test_kernels(o);
     test_kernel_exceptions(o);
+    test_parallel_for_exceptions(o);
+    test_host_data_checks(o);
+    test_integer_fill_scale(o);
+    test_integer_types();
     test_raii_release_pending(rt, o);
     test_moves_share_clone(o);
     test_events_and_cq(rt);

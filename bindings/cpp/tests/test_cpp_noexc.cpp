@@ -6,6 +6,7 @@
 
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
@@ -13,6 +14,15 @@
 #if defined(__cpp_exceptions)
 #error "this test is built with -fno-exceptions"
 #endif
+
+// A result holding an error, in either result type.
+template <typename T> ta::result<T> error_result(ta::error e) {
+#if defined(TA_HPP_HAVE_EXPECTED)
+    return std::unexpected<ta::error>(std::move(e));
+#else
+    return ta::result<T>(std::move(e));
+#endif
+}
 
 int main() {
 #if defined(TA_HPP_HAVE_EXPECTED)
@@ -87,6 +97,65 @@ int main() {
         auto dot = rt->dump(ta::dump_format::dot);
         CHECK(dot.has_value() && dot->rfind("digraph", 0) == 0);
         CHECK(rt->track(false).has_value());
+    }
+    // Results are assignable, and copyable where the value is (as std::expected).
+    static_assert(std::is_move_assignable<ta::result<ta::tensor>>::value, "move-assignable");
+    static_assert(!std::is_copy_constructible<ta::result<ta::tensor>>::value, "a tensor result is move-only");
+    static_assert(!std::is_copy_assignable<ta::result<ta::tensor>>::value, "a tensor result is move-only");
+    static_assert(std::is_copy_constructible<ta::result<std::vector<double>>>::value &&
+                      std::is_copy_assignable<ta::result<std::vector<double>>>::value,
+                  "a vector result copies");
+    {
+        ta::result<ta::tensor> t = ta::tensor::zeros<double>({3});
+        t = ta::tensor::zeros<double>({4}); // value over value
+        CHECK(t.has_value() && *t->extents() == (std::vector<size_t>{4}));
+        t = a->reshape({3}); // error over value
+        CHECK(!t.has_value() && t.error().status() == ta::status::shape_mismatch);
+        t = ta::tensor::copy_of(std::vector<double>{7, 8}, {2}); // value over error
+        CHECK(t.has_value() && *t->to_vector<double>() == (std::vector<double>{7, 8}));
+        ta::result<ta::tensor> u = a->reshape({5});
+        u = std::move(t); // value over error, by move
+        CHECK(u.has_value() && *u->to_vector<double>() == (std::vector<double>{7, 8}));
+        ta::result<std::vector<double>> v1 = std::vector<double>{1, 2};
+        ta::result<std::vector<double>> v2 = v1; // copy
+        CHECK(v1.has_value() && v2.has_value() && *v2 == (std::vector<double>{1, 2}));
+        ta::result<std::vector<double>> v3 = error_result<std::vector<double>>(
+            ta::error(ta::status::out_of_range, "none", "here"));
+        v3 = v2; // copy over error
+        CHECK(v3.has_value() && *v3 == *v1);
+        v2 = error_result<std::vector<double>>(ta::error(ta::status::timeout, "late", "there"));
+        CHECK(!v2.has_value() && v2.error().status() == ta::status::timeout && v2.error().message() == "late");
+        const auto &cv = v3;
+        CHECK(cv.value().size() == 2 && (*cv)[1] == 2.0 && cv->front() == 1.0);
+    }
+    // Element types and vector sizes are checked: errors as results.
+    {
+        auto tv = a->to_vector<float>();
+        CHECK(!tv.has_value() && tv.error().status() == ta::status::dtype_mismatch &&
+              tv.error().origin() == "ta::tensor::to_vector");
+        auto it = a->item<int64_t>();
+        CHECK(!it.has_value() && it.error().status() == ta::status::dtype_mismatch);
+        std::vector<float> src(4, 1.0f);
+        auto ci = a->copy_in(src.data(), {2, 2}, o);
+        CHECK(!ci.has_value() && ci.error().status() == ta::status::dtype_mismatch);
+        auto co = a->copy_out(src.data(), src.size(), o);
+        CHECK(!co.has_value() && co.error().status() == ta::status::dtype_mismatch);
+        auto sh = ta::tensor::copy_of(std::vector<double>{1, 2, 3}, {2, 2});
+        CHECK(!sh.has_value() && sh.error().status() == ta::status::shape_mismatch &&
+              sh.error().message() == "3 elements for extents [2, 2]");
+        auto ad = ta::tensor::adopt(std::vector<double>{1, 2, 3}, {2, 2});
+        CHECK(!ad.has_value() && ad.error().status() == ta::status::shape_mismatch);
+        // long long, unsigned long long and char have dtypes.
+        auto ll = ta::tensor::copy_of(std::vector<long long>{-3, 1LL << 60}, {2});
+        CHECK(ll.has_value() && ll->element_type() == ta::dtype::i64);
+        CHECK(*ll->to_vector<long long>() == (std::vector<long long>{-3, 1LL << 60}));
+        auto ull = ta::tensor::copy_of(std::vector<unsigned long long>{~0ULL}, {1});
+        CHECK(ull.has_value() && *ull->item<unsigned long long>() == ~0ULL);
+        auto ch = ta::tensor::copy_of(std::vector<char>{'x'}, {1});
+        CHECK(ch.has_value() && *ch->item<char>() == 'x');
+        // Integer fill is exact.
+        CHECK(ta::fill(*ll, (1LL << 53) + 1, o).has_value());
+        CHECK(*ll->to_vector<long long>() == std::vector<long long>(2, (1LL << 53) + 1));
     }
     return finish("test_cpp_noexc");
 }

@@ -55,6 +55,38 @@ contains
     end if
     status = ta_kernel_fail(ctx, 'the Fortran kernel refused')
   end function k_fails
+
+  ! Fails with a message given with trailing blanks (which are not part of it).
+  function k_fails_padded(views, nviews, userdata, ctx) result(status) bind(c)
+    type(ta_view), intent(in) :: views(*)
+    integer(c_size_t), value :: nviews
+    type(c_ptr), value :: userdata, ctx
+    integer(c_int32_t) :: status
+    character(len=40) :: text
+    if (nviews < 1 .or. c_associated(userdata) .or. .not. c_associated(views(1)%data)) then
+      status = ta_kernel_fail(ctx, 'k_fails_padded: unexpected arguments')
+      return
+    end if
+    text = 'padded message'
+    status = ta_kernel_fail(ctx, text)
+  end function k_fails_padded
+
+  ! y = -y on a 2-d view of any layout ta_view_ptr maps (stat: the kernel fails).
+  function k_negate(views, nviews, userdata, ctx) result(status) bind(c)
+    type(ta_view), intent(in) :: views(*)
+    integer(c_size_t), value :: nviews
+    type(c_ptr), value :: userdata, ctx
+    integer(c_int32_t) :: status
+    real(c_double), pointer :: y(:, :)
+    integer :: st
+    call ta_view_ptr(views(1), y, st)
+    if (st /= 0 .or. nviews /= 1 .or. c_associated(userdata)) then
+      status = ta_kernel_fail(ctx, 'k_negate: ta_view_ptr refused the view')
+      return
+    end if
+    y = -y
+    status = TA_STATUS_OK
+  end function k_negate
 end module test_kernels
 
 program test_fortran
@@ -75,6 +107,9 @@ program test_fortran
   call test_blas1()
   call test_mapping()
   call test_observability()
+  call test_host_copies()
+  call test_view_ptr()
+  call test_strings()
   call ta_free(rt)
   ! every handle made by the tests (tensors, views, events, errors) was freed
   call check(c_ta_handles_live(live) == TA_STATUS_OK .and. live == 0, 'no live handles at the end')
@@ -431,6 +466,246 @@ contains
     call ta_free(q)
     call ta_free(x)
   end subroutine test_observability
+
+  ! ta_get and ta_put check the tensor's dtype against the array's, and
+  ! ta_get the shape, before anything is copied.
+  subroutine test_host_copies()
+    complex(c_double_complex), target :: zc(2, 2)
+    real(c_float), target :: af(3, 2)
+    real(c_double), target :: buf(8)
+    real(c_double), pointer, contiguous :: d2(:, :)
+    real(c_double) :: d32(3, 2), d6(6), d23(2, 3), src(2, 3), sc
+    type(ta_tensor) :: tz, tf, t23, t0
+    character(len=200) :: msg
+    integer :: st, i, j
+    ! a c128 tensor into a real64 array of as many elements: refused, nothing written
+    zc = cmplx(1, 2, c_double_complex)
+    call ta_wrap(tz, zc)
+    buf = 42
+    d2(1:2, 1:2) => buf(1:4)
+    msg = ''
+    call ta_get(tz, d2, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_DTYPE_MISMATCH, 'ta_get c128 into real64: status')
+    call check(trim(msg) == 'the tensor''s dtype is c128, the array''s f64', 'ta_get c128 into real64: message')
+    call check(all(buf == 42), 'ta_get c128 into real64: nothing written')
+    call ta_free(tz)
+    ! an f32 tensor and real64 arrays, both ways
+    af = 1.5
+    call ta_wrap(tf, af)
+    d32 = 0
+    msg = ''
+    call ta_get(tf, d32, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_DTYPE_MISMATCH .and. trim(msg) == 'the tensor''s dtype is f32, the array''s f64', &
+        'ta_get f32 into real64: status and message')
+    call check(all(d32 == 0), 'ta_get f32 into real64: nothing written')
+    d32 = 2.5
+    msg = ''
+    call ta_put(tf, d32, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_DTYPE_MISMATCH .and. trim(msg) == 'the tensor''s dtype is f32, the array''s f64', &
+        'ta_put real64 into f32: status and message')
+    call ta_wait(tf)
+    call check(all(af == 1.5), 'ta_put real64 into f32: tensor unchanged')
+    call ta_free(tf)
+    ! shapes: another rank, or the same rank and another shape
+    call ta_zeros(t23, TA_DTYPE_F64, [2, 3])
+    call ta_fill(t23, 3.0_c_double, runtime=rt)
+    d6 = 0
+    msg = ''
+    call ta_get(t23, d6, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_SHAPE_MISMATCH .and. trim(msg) == 'the tensor''s shape [2, 3] is not the array''s [6]', &
+        'ta_get 2x3 into d(6): status and message')
+    call check(all(d6 == 0), 'ta_get 2x3 into d(6): nothing written')
+    d32 = 0
+    msg = ''
+    call ta_get(t23, d32, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_SHAPE_MISMATCH .and. trim(msg) == 'the tensor''s shape [2, 3] is not the array''s [3, 2]', &
+        'ta_get 2x3 into d(3, 2): status and message')
+    call check(all(d32 == 0), 'ta_get 2x3 into d(3, 2): nothing written')
+    ! the right dtype and shape: values both ways
+    call ta_get(t23, d23, stat=st)
+    call check(st == TA_STATUS_OK .and. all(d23 == 3), 'ta_get 2x3 into d(2, 3)')
+    do j = 1, 3
+      do i = 1, 2
+        src(i, j) = real(10 * i + j, c_double)
+      end do
+    end do
+    call ta_put(t23, src, stat=st)
+    d23 = 0
+    call ta_get(t23, d23)
+    call check(st == TA_STATUS_OK .and. all(d23 == src), 'ta_put then ta_get')
+    msg = ''
+    call ta_put(t23, d32, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_SHAPE_MISMATCH, 'ta_put of another shape: status')
+    ! a 0-d tensor and a scalar
+    call ta_zeros(t0, TA_DTYPE_F64, [integer ::])
+    call ta_fill(t0, 7.25_c_double, runtime=rt)
+    sc = 0
+    call ta_get(t0, sc, stat=st)
+    call check(st == TA_STATUS_OK .and. sc == 7.25_c_double, 'ta_get of a 0-d tensor into a scalar')
+    msg = ''
+    call ta_get(t0, d6, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_SHAPE_MISMATCH .and. trim(msg) == 'the tensor''s shape [] is not the array''s [6]', &
+        'ta_get of a 0-d tensor into an array')
+    call ta_free(t0)
+    call ta_free(t23)
+  end subroutine test_host_copies
+
+  ! ta_view_ptr maps every view whose first axis has the smaller stride:
+  ! sections of column-major arrays with any steps, negative ones included.
+  subroutine test_view_ptr()
+    real(c_double), target, asynchronous :: x(5, 4), y(10)
+    real(c_double) :: x0(5, 4), expect(5, 4)
+    type(ta_tensor) :: tx, ty, v
+    type(ta_mapping) :: m
+    type(ta_view) :: w
+    real(c_double), pointer :: p(:, :), q(:)
+    integer :: st, i, j
+    do j = 1, 4
+      do i = 1, 5
+        x(i, j) = real(10 * i + j, c_double)
+      end do
+    end do
+    x0 = x
+    y = [(real(i, c_double), i = 1, 10)]
+    call ta_wrap(tx, x)
+    call ta_wrap(ty, y)
+    ! x(2:5:3, 1:4:2): strides 3 and 10, not a multiple of 3
+    call ta_section(v, tx, [2, 1], [5, 4], [3, 2])
+    call ta_map(m, w, v, TA_MODE_READ)
+    call ta_view_ptr(w, p, st)
+    call check(st == 0, 'view_ptr of x(2:5:3, 1:4:2): status')
+    if (st == 0) call check(all(shape(p) == [2, 2]) .and. all(p == x0(2:5:3, 1:4:2)), 'view_ptr of x(2:5:3, 1:4:2)')
+    call ta_free(m)
+    ! a kernel writes through such a pointer
+    call ta_submit_kernel(c_funloc(k_negate), [v], [TA_MODE_UPDATE], runtime=rt)
+    call ta_wait(tx, stat=st)
+    expect = x0
+    expect(2:5:3, 1:4:2) = -x0(2:5:3, 1:4:2)
+    call check(st == TA_STATUS_OK .and. all(x == expect), 'kernel through view_ptr on x(2:5:3, 1:4:2)')
+    call ta_free(v)
+    x = x0
+    ! x(1:5:2, 1:4:2), x(5:1:-2, 4:1:-1), x(4:2:-1, 1:4:3), x(2:4, 3:3), x(3:3, 4:1:-3)
+    call section_matches([1, 1], [5, 4], [2, 2], x0(1:5:2, 1:4:2), 'x(1:5:2, 1:4:2)')
+    call section_matches([5, 4], [1, 1], [-2, -1], x0(5:1:-2, 4:1:-1), 'x(5:1:-2, 4:1:-1)')
+    call section_matches([4, 1], [2, 4], [-1, 3], x0(4:2:-1, 1:4:3), 'x(4:2:-1, 1:4:3)')
+    call section_matches([2, 3], [4, 3], [1, 1], x0(2:4, 3:3), 'x(2:4, 3:3)')
+    call section_matches([3, 4], [3, 1], [1, -3], x0(3:3, 4:1:-3), 'x(3:3, 4:1:-3)')
+    ! a kernel through a pointer with both steps negative
+    call ta_section(v, tx, [5, 4], [1, 1], [-2, -1])
+    call ta_submit_kernel(c_funloc(k_negate), [v], [TA_MODE_UPDATE], runtime=rt)
+    call ta_wait(tx, stat=st)
+    expect = x0
+    expect(5:1:-2, 4:1:-1) = -x0(5:1:-2, 4:1:-1)
+    call check(st == TA_STATUS_OK .and. all(x == expect), 'kernel through view_ptr on x(5:1:-2, 4:1:-1)')
+    call ta_free(v)
+    ! a transposed view has its first axis on the larger stride: refused
+    call ta_transpose(v, tx)
+    call ta_map(m, w, v, TA_MODE_READ)
+    call ta_view_ptr(w, p, st)
+    call check(st == TA_STATUS_NOT_CONTIGUOUS .and. .not. associated(p), 'view_ptr of a transpose is refused')
+    call ta_free(m)
+    call ta_free(v)
+    ! 1-d: a negative step
+    call ta_section(v, ty, [9], [2], [-3])
+    call ta_map(m, w, v, TA_MODE_READ)
+    call ta_view_ptr(w, q, st)
+    call check(st == 0, 'view_ptr of y(9:2:-3): status')
+    if (st == 0) call check(size(q) == 3 .and. all(q == y(9:2:-3)), 'view_ptr of y(9:2:-3)')
+    call ta_free(m)
+    call ta_free(v)
+    call ta_free(ty)
+    call ta_free(tx)
+  end subroutine test_view_ptr
+
+  ! The view of tx's section lower:upper:step, mapped with ta_view_ptr, is `want`.
+  subroutine section_matches(lower, upper, step, want, what)
+    integer, intent(in) :: lower(2), upper(2), step(2)
+    real(c_double), intent(in) :: want(:, :)
+    character(len=*), intent(in) :: what
+    type(ta_tensor) :: tx, v
+    type(ta_mapping) :: m
+    type(ta_view) :: w
+    real(c_double), pointer :: p(:, :)
+    real(c_double), target :: x(5, 4)
+    integer :: st, i, j
+    do j = 1, 4
+      do i = 1, 5
+        x(i, j) = real(10 * i + j, c_double)
+      end do
+    end do
+    call ta_wrap(tx, x)
+    call ta_section(v, tx, lower, upper, step)
+    call ta_map(m, w, v, TA_MODE_READ)
+    call ta_view_ptr(w, p, st)
+    call check(st == 0, 'view_ptr of ' // what // ': status')
+    if (st == 0) then
+      call check(all(shape(p) == shape(want)), 'view_ptr of ' // what // ': shape')
+      if (all(shape(p) == shape(want))) call check(all(p == want), 'view_ptr of ' // what // ': values')
+    end if
+    call ta_free(m)
+    call ta_free(v)
+    call ta_free(tx)
+  end subroutine section_matches
+
+  ! Names, paths and messages lose their trailing blanks; ta_trace_start
+  ! takes a default integer.
+  subroutine test_strings()
+    interface
+      function c_access(path, mode) result(r) bind(c, name='access')
+        import :: c_char, c_int
+        character(kind=c_char), intent(in) :: path(*)
+        integer(c_int), value :: mode
+        integer(c_int) :: r
+      end function c_access
+    end interface
+    character(len=80) :: path
+    character(len=:), allocatable :: trace
+    character(len=24) :: kname
+    character(len=200) :: msg
+    type(ta_tensor) :: t
+    type(ta_event) :: ev
+    type(c_ptr) :: err
+    integer(c_size_t) :: n
+    integer :: st, u, sz
+    path = 'target/bindings-fortran/trace_padded.json'   ! blank-padded to 80
+    open(newunit=u, file=path, status='replace')
+    close(u, status='delete')
+    kname = 'fortran_padded'
+    call ta_zeros(t, TA_DTYPE_F64, [2])
+    call ta_wait_idle(rt)
+    call ta_trace_start(1000, runtime=rt, stat=st)   ! a default integer capacity
+    call check(st == TA_STATUS_OK, 'trace_start with a default integer')
+    call ta_submit_kernel(c_funloc(k_fails_padded), [t], [TA_MODE_UPDATE], name=kname, runtime=rt, event=ev)
+    msg = ''
+    call ta_wait(ev, stat=st, errmsg=msg)
+    call check(st == TA_STATUS_KERNEL_FAILED .and. trim(msg) == 'padded message', 'padded kernel: status and message')
+    ! the error object's message and origin, without the blanks
+    err = c_null_ptr
+    call check(c_ta_tensor_wait(t%ptr, TA_WAIT_FOREVER, err) == TA_STATUS_KERNEL_FAILED, 'padded kernel: poisoned')
+    n = 0
+    call check(c_ta_error_message(err, c_null_ptr, 0_c_size_t, n) == TA_STATUS_OK .and. &
+        n == len('padded message'), 'kernel message trimmed')
+    n = 0
+    call check(c_ta_error_origin(err, c_null_ptr, 0_c_size_t, n) == TA_STATUS_OK .and. &
+        n == len('fortran_padded'), 'kernel name trimmed')
+    if (c_ta_error_free(err) /= TA_STATUS_OK) call check(.false., 'error freed')
+    call ta_wait_idle(rt)
+    call ta_trace_stop(path, runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK, 'trace written to a padded path')
+    call check(c_access('target/bindings-fortran/trace_padded.json' // c_null_char, 0_c_int) == 0, &
+        'the trace file has the trimmed name')
+    open(newunit=u, file=path, access='stream', form='unformatted', status='old', action='read')
+    inquire(unit=u, size=sz)
+    allocate(character(len=sz) :: trace)
+    read(u) trace
+    close(u)
+    call check(count_of(trace, '"fortran_padded"') == 1, 'trace: the kernel under its trimmed name')
+    call ta_trace_start(capacity=64, runtime=rt)
+    call ta_trace_stop(runtime=rt, stat=st)
+    call check(st == TA_STATUS_OK, 'trace_start(capacity=64) then discarded')
+    call ta_free(ev)
+    call ta_free(t)
+  end subroutine test_strings
 
   integer function count_of(hay, needle) result(n)
     character(len=*), intent(in) :: hay, needle
