@@ -40,14 +40,23 @@ __all__ = [
 def wait_all(timeout=None) -> bool:
     """Wait until every operation submitted so far has completed (GIL released).
 
-    Returns False on timeout."""
+    Returns False on timeout. Live exports (``np.asarray(t)``, ``t.read()``, ...) are
+    operations until released: with no timeout, waiting while this thread holds one
+    raises DeadlockError instead of hanging."""
     from ._completion import _ns
+    from . import _exports
     rt = _FFI.new("ta_runtime **")
     from .errors import check
     check(_LIB.ta_runtime_default(rt))
     errp = _FFI.new("ta_error **")
     try:
-        st = _LIB.ta_runtime_wait_idle(rt[0], _ns(timeout), errp)
+        held = _exports.own() if timeout is None else None
+        if held:
+            st = _LIB.ta_runtime_wait_idle(rt[0], 0, errp)
+            if st == _LIB.TA_STATUS_TIMEOUT:
+                raise _exports.deadlock_error(held[0], "wait_all()")
+        else:
+            st = _LIB.ta_runtime_wait_idle(rt[0], _ns(timeout), errp)
     finally:
         _LIB.ta_runtime_free(rt[0])
     if st == _LIB.TA_STATUS_TIMEOUT:

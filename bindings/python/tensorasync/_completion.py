@@ -17,6 +17,7 @@ import weakref
 
 from ._ffi import ffi, lib
 from . import errors
+from . import _exports
 
 __all__ = ["Event"]
 
@@ -202,23 +203,53 @@ class Event:
     ``done()`` polls, ``wait(timeout)`` blocks with the GIL released, ``add_done_callback(fn)``
     calls ``fn(event)`` on a Python thread, and ``await event`` suspends an asyncio task until
     completion. A failed operation raises its :class:`tensorasync.Error` from ``wait``,
-    ``result`` and ``await``.
+    ``result`` and ``await``. An operation that writes a tensor waits for the live exports
+    of it (``np.asarray(t)``, ``t.read()``, ...): waiting with no timeout for one that waits
+    for an export held by the waiting thread (or, for ``await``, by the awaiting task)
+    raises :class:`tensorasync.DeadlockError` instead of hanging.
+
+    An event is immutable: ``copy.copy`` and ``copy.deepcopy`` give the event itself;
+    pickling raises TypeError.
     """
 
-    __slots__ = ("_h", "_keep", "__weakref__")
+    __slots__ = ("_h", "_keep", "_guard", "__weakref__")
 
     def __init__(self, handle, keep=None):
         self._h = handle
         self._keep = keep
+        # (tensors, seq, what): the tensors the operation writes (for Tensor.ready, waits
+        # for), set when exports were live at submission; exports older than seq count;
+        # what names the event in messages.
+        self._guard = None
 
     def __del__(self):
-        h = self._h
+        h = getattr(self, "_h", None)
         if h is not None:
             self._h = None
             try:
                 lib.ta_event_free(h)
             except Exception:
                 pass
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle a tensorasync.Event (a handle to an operation of this process)")
+
+    def _check_deadlock(self, waiting, task_only=False):
+        """Raise DeadlockError if this pending event waits for a live export that the
+        calling thread (asyncio task) holds."""
+        guard = self._guard
+        if guard is None or not _exports.live:
+            return
+        from ._tensor import _depends
+        rec = _depends(guard[0], task_only=task_only, before=guard[1])
+        if rec is not None and self._poll() == lib.TA_STATUS_PENDING:
+            raise _exports.deadlock_error(rec, f"{waiting} {guard[2]}")
 
     def _poll(self) -> int:
         if self._h is None:
@@ -236,6 +267,8 @@ class Event:
         """
         if self._h is None:
             return None
+        if timeout is None:
+            self._check_deadlock("waiting for")
         st = lib.ta_event_wait(self._h, _ns(timeout))
         if st == lib.TA_STATUS_TIMEOUT:
             raise errors.from_handle(st, ffi.NULL)
@@ -273,11 +306,15 @@ class Event:
         """Call ``fn(event)`` once the operation completes.
 
         If it already has, ``fn`` runs now on this thread; otherwise on the package's
-        dispatcher thread (a Python thread, never a library worker). Exceptions raised by
-        ``fn`` are logged to the ``tensorasync`` logger.
+        dispatcher thread (a Python thread, never a library worker). Either way, exceptions
+        raised by ``fn`` are logged to the ``tensorasync`` logger, not raised (as
+        ``concurrent.futures.Future.add_done_callback`` does).
         """
         if self.done():
-            fn(self)
+            try:
+                fn(self)
+            except Exception:
+                _log.exception("tensorasync: exception in a completion callback")
             return
         dispatcher().notify(self._h, lambda status, exc, fn=fn, ev=self: fn(ev))
 
@@ -286,6 +323,7 @@ class Event:
             return None
         st = self._poll()
         if st == lib.TA_STATUS_PENDING:
+            self._check_deadlock("awaiting", task_only=True)
             fut = loop_waiter().wait(self._h, self)
             yield from fut.__await__()
             return None

@@ -11,15 +11,19 @@ than a compiled one. A compiled C function (a ``ta_kernel_fn``) submitted with
 ``submit_native`` runs directly on the library's workers, without the GIL.
 """
 import ctypes
+import numbers
+import operator
 import os
 import queue
 import threading
 import traceback
 
+import numpy as np
+
 from ._ffi import ffi, lib
 from . import errors
 from ._completion import Event, dispatcher
-from ._tensor import Tensor, _cname, _view_array, _tensor
+from ._tensor import Tensor, _cname, _view_array, _tensor, _writes
 
 __all__ = ["submit", "submit_native"]
 
@@ -40,8 +44,22 @@ def _accesses(pairs):
                 m = _MODES[m.lower()]
             except KeyError:
                 raise ValueError(f"unknown access mode {m!r}") from None
-        tensors.append(t if isinstance(t, Tensor) else _tensor(t))
-        modes.append(int(m))
+        else:
+            try:
+                m = operator.index(m)
+            except TypeError:
+                raise TypeError(f"an access mode is 'read', 'write' or 'update' (or a ta_mode value), "
+                                f"not {m!r}") from None
+        if not isinstance(t, Tensor):
+            if m != lib.TA_MODE_READ:
+                # An array-like would be copied into a temporary tensor: the kernel's writes
+                # would go to the copy and be lost.
+                raise TypeError(f"a {'write' if m == lib.TA_MODE_WRITE else 'update'} access needs a "
+                                f"tensorasync.Tensor, not {type(t).__name__} (tensorasync.wrap(ndarray) "
+                                f"makes a tensor over a NumPy array's memory)")
+            t = _tensor(t)
+        tensors.append(t)
+        modes.append(m)
     arr = ffi.new("ta_access[]", max(len(tensors), 1))
     for i, (t, m) in enumerate(zip(tensors, modes)):
         arr[i].tensor = t._h
@@ -113,8 +131,16 @@ class _Job:
             arrays = [_view_array(views[i], self, self.modes[i] != lib.TA_MODE_READ) for i in range(count[0])]
             result = self.fn(*arrays)
             del arrays
-            if isinstance(result, int) and not isinstance(result, bool) and result != 0:
-                status, message = lib.TA_STATUS_KERNEL_FAILED, f"kernel {self.name or ''} returned {result}"
+            if isinstance(result, numbers.Integral) and not isinstance(result, (bool, np.bool_)) and result != 0:
+                result = int(result)
+                message = f"kernel {self.name or ''} returned {result}"
+                # The status given to ta_token_finish becomes the error's code (a ta_status,
+                # 32 bits unsigned), as a compiled kernel's return value does. Values outside
+                # that range, and CANCELLED's (which ta_token_finish turns into a
+                # cancellation, where a compiled kernel's return always fails it), fail
+                # with KERNEL_FAILED's code.
+                ok = 0 < result <= 0xFFFFFFFF and result != lib.TA_STATUS_CANCELLED
+                status = result if ok else lib.TA_STATUS_KERNEL_FAILED
         except BaseException as e:
             status = lib.TA_STATUS_KERNEL_FAILED
             message = "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -130,9 +156,15 @@ def submit(fn, *accesses, name=None) -> Event:
     ``accesses`` are ``(tensor, mode)`` pairs, mode ``"read"``, ``"write"`` or ``"update"``
     (also ``"r"``, ``"w"``, ``"rw"``). ``fn(*arrays)`` runs on one of the package's kernel
     threads once the accesses are granted (readers after earlier writers, writers after
-    every earlier access); read operands are read-only arrays. An exception fails the
-    operation (its message becomes the error's) and poisons what it writes; a non-zero int
-    return value fails it too. Returns the operation's Event. Do not keep the arrays after
+    every earlier access); read operands are read-only arrays. A read operand may also be
+    a NumPy array or other array-like, copied into a new tensor at submission; a write or
+    update operand must be a Tensor (TypeError otherwise: the writes would go to a copy).
+    An exception fails the operation (KernelError, its message becomes the error's) and
+    poisons what it writes; so does returning a non-zero integer (any
+    ``numbers.Integral``, NumPy's included, but not a bool): the error's ``code`` is the
+    value returned, as for a compiled kernel, when it is a ``ta_status`` value
+    (1..2**32-1) other than CANCELLED's (41); otherwise it is KERNEL_FAILED's (40).
+    Returns the operation's Event. Do not keep the arrays after
     ``fn`` returns, and do not wait on (or ``np.asarray``) the operands' tensors inside
     ``fn``: the operation holds their accesses until it returns.
 
@@ -153,7 +185,11 @@ def submit(fn, *accesses, name=None) -> Event:
         raise errors.from_handle(st, errp[0])
     job = _Job(fn, tok[0], started[0], tensors, modes, label)
     dispatcher().notify(started[0], job.on_started)
-    return Event(ev[0])
+    return _writes(Event(ev[0]), *_written(tensors, modes))
+
+
+def _written(tensors, modes):
+    return [t for t, m in zip(tensors, modes) if m != lib.TA_MODE_READ]
 
 
 def _fn_address(fn):
@@ -188,4 +224,4 @@ def submit_native(fn, *accesses, userdata=None, name=None) -> Event:
     st = lib.ta_kernel_submit(kfn, ud, _cname(name), acc, len(tensors), ffi.NULL, ev, errp)
     if st:
         raise errors.from_handle(st, errp[0])
-    return Event(ev[0], userdata)
+    return _writes(Event(ev[0], userdata), *_written(tensors, modes))

@@ -250,3 +250,14 @@ def test_async_read_of_a_poisoned_tensor_raises(native):
                 pass
         assert ei.value.code == 7
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("shape,order", [((0,), "C"), ((0, 3), "C"), ((3, 0), "F")])
+def test_empty_tensors_export_and_import(shape, order):
+    a = np.zeros(shape, order=order)
+    t = ta.from_dlpack(a)
+    assert t.shape == shape
+    for t2 in (t, ta.asarray(a)):
+        r = np.from_dlpack(t2)
+        assert r.shape == shape and r.dtype == np.float64
+        assert np.asarray(t2).shape == shape

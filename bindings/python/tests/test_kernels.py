@@ -81,3 +81,45 @@ def test_many_python_kernels_every_dtype():
         src, dst = ta.asarray(a), ta.zeros(4, dt)
         ta.submit(np.copyto, (dst, "write"), (src, "read"))
         np.testing.assert_array_equal(np.asarray(dst), a)
+
+
+@pytest.mark.parametrize("ret,code", [(7, 7), (np.int64(3), 3), (np.uint8(200), 200), (2**32 - 1, 2**32 - 1),
+                                      (-1, 40), (2**32, 40), (41, 40)])
+def test_python_kernel_return_value_is_the_error_code(ret, code, native):
+    t = ta.zeros(3)
+    ev = ta.submit(lambda a: ret, (t, "update"), name="returns")
+    with pytest.raises(ta.KernelError) as ei:
+        ev.wait()
+    e = ei.value
+    assert e.status == "TA_STATUS_KERNEL_FAILED" and e.code == code and e.origin == "returns"
+    assert e.message == f"kernel returns returned {int(ret)}"
+    # As a compiled kernel's return value (fail_kernel returns 7).
+    u = ta.zeros(2)
+    with pytest.raises(ta.KernelError) as ei:
+        ta.submit_native(native.fail_kernel, (u, "update")).wait()
+    assert ei.value.code == 7
+    # Zero, None, bools and other objects are success.
+    for ok in (0, np.int32(0), None, True, False, 1.5):
+        t.fill(0.0)
+        assert ta.submit(lambda a, ok=ok: ok, (t, "update")).wait()
+
+
+def test_array_operands_may_be_read_but_not_written():
+    arr = np.arange(3.0)
+    out = ta.zeros(3)
+
+    def k(src, dst):
+        dst[...] = 2 * src
+    assert ta.submit(k, (arr, "read"), (out, "write")).wait()  # a read of a copy made at submission
+    np.testing.assert_array_equal(np.asarray(out), 2 * arr)
+    for mode in ("write", "w", "update", "rw"):
+        with pytest.raises(TypeError, match=r"a (write|update) access needs a tensorasync\.Tensor, not ndarray"):
+            ta.submit(lambda a: None, (np.zeros(3), mode))
+        with pytest.raises(TypeError, match=r"access needs a tensorasync\.Tensor, not list"):
+            ta.submit_native(0, ([0.0, 1.0], mode))
+    with pytest.raises(TypeError, match=r"an access mode is 'read', 'write' or 'update' .*, not None"):
+        ta.submit(lambda a: None, (out, None))
+    # A wrapped array is the way to let a kernel write NumPy memory.
+    w = np.zeros(3)
+    assert ta.submit(lambda a: a.__setitem__(..., 5.0), (ta.wrap(w), "write")).wait()
+    np.testing.assert_array_equal(w, np.full(3, 5.0))

@@ -164,3 +164,77 @@ def test_exit_with_python_kernels_pending():
         """)
     assert r.returncode == 0, r.stderr
     assert "kernel TA_STATUS_CANCELLED ran []" in r.stdout
+
+
+def test_copy_copy_gives_a_handle_of_its_own():
+    import copy
+    a = np.arange(4.0)
+    t = ta.asarray(a)
+    c = copy.copy(t)
+    del c
+    gc.collect()
+    np.testing.assert_array_equal(np.asarray(t), a)  # the original's handle was not freed
+    # A whole tensor's copy is a new value (ta_tensor_clone, SPEC §2.3).
+    c = copy.copy(t)
+    assert not c.is_view
+    c.fill(7.0)
+    np.testing.assert_array_equal(np.asarray(t), a)
+    np.testing.assert_array_equal(np.asarray(c), np.full(4, 7.0))
+    f = ta.asarray(np.arange(6.0).reshape(2, 3), order="F")
+    np.testing.assert_array_equal(np.asarray(copy.copy(f)), np.arange(6.0).reshape(2, 3))
+    # A view's copy is the same view: it writes through to the parent.
+    v = t[1:3]
+    vc = copy.copy(v)
+    assert vc.is_view and vc.shape == (2,)
+    del v
+    gc.collect()
+    vc.fill(-1.0)
+    np.testing.assert_array_equal(np.asarray(t), [0.0, -1.0, -1.0, 3.0])
+    # A deep copy is always a new value, of a view too.
+    d = copy.deepcopy(t[::2])
+    assert not d.is_view
+    d.fill(5.0)
+    np.testing.assert_array_equal(np.asarray(t), [0.0, -1.0, -1.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(d), [5.0, 5.0])
+    cj = ta.asarray(np.array([1 + 2j]))
+    np.testing.assert_array_equal(np.asarray(copy.deepcopy(cj.conj())), [1 - 2j])
+
+
+def test_events_and_block_arrays_copy_and_pickle():
+    import copy
+    import pickle
+    ev = ta.zeros(3).fill(1.0)
+    assert copy.copy(ev) is ev and copy.deepcopy(ev) is ev  # immutable
+    e2 = copy.copy(ev)
+    del e2
+    gc.collect()
+    assert ev.wait() and ev.status == "TA_STATUS_OK"
+    with pytest.raises(TypeError, match="cannot pickle a tensorasync.Event"):
+        pickle.dumps(ev)
+    with pytest.raises(TypeError, match=r"cannot pickle a tensorasync.Tensor .*pickle np.asarray\(t\)"):
+        pickle.dumps(ta.zeros(2))
+    B = ta.BlockArray.tiled((4, 4), (2, 2))
+    for f in (copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match="a tensorasync.BlockArray cannot be copied"):
+            f(B)
+    with pytest.raises(TypeError, match="cannot pickle a tensorasync.BlockArray"):
+        pickle.dumps(B)
+    assert B.all().shape == (4, 4)
+    # A container of tensors deep-copies into new values.
+    box = {"t": ta.asarray(np.arange(3.0))}
+    box2 = copy.deepcopy(box)
+    box2["t"].fill(0.0)
+    np.testing.assert_array_equal(np.asarray(box["t"]), np.arange(3.0))
+
+
+def test_failed_constructors_leave_no_error_in_del(monkeypatch):
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    with pytest.raises(TypeError, match="create tensors with"):
+        ta.Tensor()
+    with pytest.raises(TypeError, match="create block arrays with"):
+        ta.BlockArray()
+    with pytest.raises(ta.Error):
+        ta.BlockArray.tiled((4,), (0,))
+    gc.collect()
+    assert seen == []

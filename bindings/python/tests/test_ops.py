@@ -163,3 +163,190 @@ def test_block_array_views_match_numpy():
     A.block(1, 0).fill(-1.0)
     ref[2:4, 0:4] = -1.0
     np.testing.assert_array_equal(np.asarray(A), ref)
+
+
+# ----- array-like operands, axes, scalars, outputs -----------------------------------------
+
+def test_array_like_operands_of_in_place_operations():
+    """Every operand typed Tensor-or-array-like takes a NumPy array: its temporary tensor
+    lives across the C call (it used to be freed first: HandleError STALE_HANDLE)."""
+    m = np.arange(9.0).reshape(3, 3) + 3 * np.eye(3)
+    eye = np.eye(3)
+    c = ta.zeros((3, 3))
+    ta.copyto(c, m).wait()
+    np.testing.assert_array_equal(np.asarray(c), m)
+    c.copy_from(2 * m).wait()
+    np.testing.assert_array_equal(np.asarray(c), 2 * m)
+    ta.axpy(1.0, m, c).wait()
+    np.testing.assert_array_equal(np.asarray(c), 3 * m)
+    c.axpy(-1.0, m).wait()
+    np.testing.assert_array_equal(np.asarray(c), 2 * m)
+    ta.gemm(c, m, eye, alpha=1.0, beta=1.0).wait()
+    np.testing.assert_allclose(np.asarray(c), 3 * m)
+    ta.add_product(c, m, eye, alpha=-2.0).wait()
+    np.testing.assert_allclose(np.asarray(c), m)
+    spd = m @ m.T
+    low = np.linalg.cholesky(spd)
+    b = ta.asarray(m)
+    ta.trsm(b, low).wait()
+    np.testing.assert_allclose(np.asarray(b), np.linalg.solve(low, m), rtol=1e-10, atol=1e-10)
+    s = ta.zeros((3, 3))
+    ta.syrk(s, m).wait()
+    np.testing.assert_allclose(np.tril(np.asarray(s)), np.tril(m @ m.T), rtol=1e-12)
+    out = ta.zeros((3, 3))
+    ta.tensordot(m, eye, 1, out=out).wait()
+    np.testing.assert_allclose(np.asarray(out), m)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ta.fill(np.zeros(3), 1.0),
+    lambda: ta.scale(np.zeros(3), 2.0),
+    lambda: ta.axpy(1.0, ta.zeros(3), np.zeros(3)),
+    lambda: ta.copyto(np.zeros(3), ta.zeros(3)),
+    lambda: ta.gemm(np.zeros((2, 2)), ta.zeros((2, 2)), ta.zeros((2, 2))),
+    lambda: ta.potrf(np.eye(2)),
+    lambda: ta.trsm(np.eye(2), ta.zeros((2, 2))),
+    lambda: ta.syrk(np.eye(2), ta.zeros((2, 2))),
+    lambda: ta.sum(ta.zeros(3), out=np.zeros(())),
+])
+def test_outputs_must_be_tensors(call):
+    with pytest.raises(TypeError, match=r"must be a tensorasync\.Tensor, not ndarray"):
+        call()
+
+
+def test_out_of_range_axes_raise_axis_error_as_numpy():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    t = ta.asarray(a)
+    for axis in (3, -4, (0, 3), (-5,)):
+        with pytest.raises(np.exceptions.AxisError, match="out of bounds for array of dimension 3"):
+            np.sum(a, axis=axis)
+        with pytest.raises(np.exceptions.AxisError, match="out of bounds for array of dimension 3"):
+            ta.sum(t, axis)
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        ta.sum(t, (0, -3))
+    # In range, negative axes count from the end, as in NumPy.
+    for axis in (-1, 2, (0, -1), (), None):
+        np.testing.assert_allclose(np.asarray(ta.sum(t, axis)), np.sum(a, axis=axis))
+    b = np.ones((4, 3))
+    with pytest.raises(np.exceptions.AxisError, match="axis 5 is out of bounds for array of dimension 3"):
+        ta.tensordot(t, b, axes=([5], [0]))
+    with pytest.raises(np.exceptions.AxisError, match="axis -3 is out of bounds for array of dimension 2"):
+        ta.tensordot(t, b, axes=([2], [-3]))
+    with pytest.raises(np.exceptions.AxisError, match="contracts more axes than the operands have"):
+        ta.tensordot(t, b, axes=3)
+    np.testing.assert_allclose(np.asarray(ta.tensordot(t, b, axes=([-1], [-2]))), np.tensordot(a, b, axes=([-1], [-2])))
+    with pytest.raises(np.exceptions.AxisError, match="axis 3 is out of bounds for array of dimension 3"):
+        t.transpose(0, 1, 3)
+    with pytest.raises(ValueError, match="axes don't match tensor"):
+        t.transpose(0, 1)
+    np.testing.assert_array_equal(np.asarray(t.transpose(-1, 0, 1)), a.transpose(-1, 0, 1))
+
+
+def test_numpy_sum_dispatches_to_the_tensor():
+    a = np.arange(6.0).reshape(2, 3)
+    t = ta.asarray(a)
+    s = np.sum(t)
+    assert isinstance(s, ta.Tensor) and s.shape == ()
+    assert float(s) == np.sum(a)
+    np.testing.assert_array_equal(np.asarray(np.sum(t, axis=0)), np.sum(a, axis=0))
+    np.testing.assert_array_equal(np.asarray(np.sum(t, axis=1, keepdims=True)), np.sum(a, axis=1, keepdims=True))
+    assert np.asarray(np.sum(t, keepdims=True)).shape == (1, 1)
+    out = ta.zeros(3)
+    assert np.sum(t, axis=0, out=out) is out
+    np.testing.assert_array_equal(np.asarray(out), np.sum(a, axis=0))
+    out2 = ta.zeros((1, 3))
+    assert t.sum(axis=0, out=out2, keepdims=True) is out2
+    np.testing.assert_array_equal(np.asarray(out2), np.sum(a, axis=0, keepdims=True))
+    assert float(np.sum(t, dtype=np.float64)) == 15.0
+    with pytest.raises(ta.DTypeError, match="accumulates in the tensor's dtype float64, not float32"):
+        np.sum(t, dtype=np.float32)
+
+
+def test_integer_scalars_are_checked_the_same_for_every_integer_dtype():
+    for dt in (np.int8, np.int32, np.int64, np.uint8, np.uint64):
+        t = ta.zeros(2, dt)
+        t.fill(2.0)  # an integral float is exact
+        assert np.asarray(t).tolist() == [2, 2]
+        for bad in (2.5, float("nan"), 1 + 1j):
+            with pytest.raises(ta.InvalidArgumentError, match=f"is not representable as {np.dtype(dt).name}"):
+                t.fill(bad)
+            with pytest.raises(ta.InvalidArgumentError, match=f"is not representable as {np.dtype(dt).name}"):
+                t.scale(bad)
+        info = np.iinfo(dt)
+        for bad in (info.min - 1, info.max + 1):
+            with pytest.raises(ta.InvalidArgumentError, match=rf"fill value {bad} is not representable as "
+                                                              rf"{np.dtype(dt).name} \(range {info.min}\.\.{info.max}\)"):
+                t.fill(bad)
+        with pytest.raises(ta.InvalidArgumentError, match="alpha 1.5 is not representable"):
+            t.axpy(1.5, ta.zeros(2, dt))
+        assert np.asarray(t).tolist() == [2, 2]  # nothing was submitted
+    u = ta.zeros(2, np.uint64)
+    u.fill(np.uint64(2**64 - 1))
+    assert np.asarray(u).tolist() == [2**64 - 1] * 2
+
+
+@pytest.mark.parametrize("bad", ["2", b"2", [2.0], None, object()])
+def test_non_numeric_scalars_raise_type_error(bad):
+    t = ta.zeros(2)
+    name = type(bad).__name__
+    with pytest.raises(TypeError, match=f"alpha must be a number, not {name}"):
+        t.scale(bad)
+    with pytest.raises(TypeError, match=f"fill value must be a number, not {name}"):
+        t.fill(bad)
+    with pytest.raises(TypeError, match=f"fill value must be a number, not {name}"):
+        ta.zeros(2, np.int32).fill(bad)
+    with pytest.raises(TypeError, match=f"alpha must be a number, not {name}"):
+        ta.gemm(ta.zeros((2, 2)), ta.zeros((2, 2)), ta.zeros((2, 2)), alpha=bad)
+    with pytest.raises(TypeError, match=f"beta must be a number, not {name}"):
+        ta.gemm(ta.zeros((2, 2)), ta.zeros((2, 2)), ta.zeros((2, 2)), beta=bad)
+
+
+def test_numpy_and_python_numbers_are_scalars():
+    t = ta.zeros(3)
+    t.fill(np.float32(1.5)).wait()
+    t.scale(np.int64(2)).wait()
+    t.scale(np.array(2.0)).wait()
+    t.scale(True).wait()
+    from fractions import Fraction
+    t.scale(Fraction(1, 2)).wait()
+    np.testing.assert_array_equal(np.asarray(t), [3.0, 3.0, 3.0])
+    with pytest.raises(ta.InvalidArgumentError, match="is not representable as a double"):
+        t.fill(10**400)
+
+
+def test_trsm_side_is_checked():
+    with pytest.raises(ValueError, match=r"side must be 'left' or 'right', not 'up'"):
+        ta.trsm(ta.zeros((2, 2)), ta.asarray(np.eye(2)), side="up")
+
+
+def test_block_array_tile_ranks_are_checked():
+    with pytest.raises(ta.ShapeError, match=r"tile extents \(2,\) have rank 1, the shape \(4, 4\) rank 2"):
+        ta.BlockArray.tiled((4, 4), (2,))
+    with pytest.raises(ta.ShapeError, match=r"tile extents \(2, 2\) have rank 2, the shape \(4,\) rank 1"):
+        ta.BlockArray.tiled((4,), (2, 2))
+    # One int is the tile extent on every axis (documented).
+    A = ta.BlockArray.tiled((4, 6), 2)
+    assert A.grid == (2, 3) and A.block(1, 2).shape == (2, 2)
+    B = ta.BlockArray.tiled((4, 4), (2, 2))
+    with pytest.raises(ta.InvalidArgumentError, match=r"coalesce\(\) takes lo and hi of 2 entries, one per axis "
+                                                      r"of the grid \(2, 2\), not 2 and 1"):
+        B.coalesce([0, 0], [1])
+    with pytest.raises(ta.InvalidArgumentError, match="not 1 and 1"):
+        B.coalesce([0], [1])
+    with pytest.raises(ta.InvalidArgumentError, match=r"tiles -1\.\.1 on axis 0"):
+        B.coalesce([-1, 0], [1, 1])
+    assert B.coalesce([0, 1], [2, 2]).shape == (4, 2)
+
+
+def test_block_indices_follow_python():
+    ref = np.arange(16.0).reshape(4, 4)
+    B = ta.BlockArray.tiled((4, 4), (2, 2))
+    ta.copyto(B.all(), ref)
+    np.testing.assert_array_equal(np.asarray(B.block(-1, 0)), ref[2:4, 0:2])
+    np.testing.assert_array_equal(np.asarray(B.block((-2, -1))), ref[0:2, 2:4])
+    with pytest.raises(IndexError, match=r"tile index 2 is out of bounds for axis 0 of the grid \(2, 2\)"):
+        B.block(2, 0)
+    with pytest.raises(IndexError, match=r"tile index -3 is out of bounds for axis 1"):
+        B.block(0, -3)
+    with pytest.raises(IndexError, match=r"block\(\) takes 2 indices, one per axis of the grid \(2, 2\), not 1"):
+        B.block(0)

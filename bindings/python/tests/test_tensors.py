@@ -202,3 +202,65 @@ def test_random_indexing_matches_numpy():
         v, ref = t[key], a[key]
         assert v.shape == ref.shape, key
         np.testing.assert_array_equal(np.asarray(v), ref)
+
+
+EMPTY = [((0,), "C"), ((0, 3), "C"), ((3, 0), "C"), ((0, 3), "F"), ((3, 0), "F"), ((2, 0, 3), "C")]
+
+
+@pytest.mark.parametrize("shape,order", EMPTY)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int32])
+def test_empty_arrays(shape, order, dtype):
+    a = np.zeros(shape, dtype, order=order)
+    for t in (ta.asarray(a), ta.asarray(a, order="F"), ta.wrap(a), ta.from_dlpack(a), ta.asarray(a[::-1])):
+        assert t.shape == shape and t.size == 0 and t.dtype == a.dtype
+        r = np.asarray(t)
+        assert r.shape == shape and r.dtype == a.dtype
+        assert t.wait()
+    t = ta.wrap(a)
+    t.fill(1).wait()  # nothing to write
+    assert float(ta.sum(ta.asarray(np.zeros(shape)))) == 0.0
+
+
+def test_big_endian_input_is_copied_in_native_order():
+    for dt in (">f8", ">i4", ">c16", "<f8"):
+        a = np.arange(6).reshape(2, 3).astype(dt)
+        t = ta.asarray(a)
+        assert t.dtype == a.dtype.newbyteorder("=") and t.dtype.isnative
+        np.testing.assert_array_equal(np.asarray(t), a)
+    assert ta.asarray([1, 2], dtype=">f4").dtype == np.float32
+    with pytest.raises(ta.DTypeError, match="not in native byte order"):
+        ta.wrap(np.zeros(3, ">f8"))  # zero copy cannot convert
+
+
+def test_iteration_and_membership_as_numpy():
+    a = np.arange(6.0).reshape(2, 3)
+    t = ta.asarray(a)
+    rows = list(t)
+    assert len(rows) == 2 and all(isinstance(r, ta.Tensor) for r in rows)
+    np.testing.assert_array_equal(np.asarray(rows[1]), a[1])
+    z = ta.asarray(np.array(2.5))
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(z)
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        iter(z)
+    with pytest.raises(TypeError, match="iteration over a 0-d"):
+        iter(np.array(2.5))
+    for v in (3.0, 3, 5.0, 7.0, -1):
+        assert (v in t) == (v in a)
+    assert 2.5 in z and 2.0 not in z
+    assert (1 + 0j) in ta.asarray(np.array([1 + 0j, 2j])) and 1j not in ta.asarray(np.array([1 + 0j, 2j]))
+
+
+def test_array_copy_false_never_copies():
+    c = ta.asarray(np.array([1 + 2j, 3 - 1j]))
+    with pytest.raises(ValueError, match="cannot be exported without a copy"):
+        np.asarray(c.conj(), copy=False)
+    np.testing.assert_array_equal(np.asarray(c.conj()), [1 - 2j, 3 + 1j])
+    np.testing.assert_array_equal(np.asarray(c.conj(), copy=True), [1 - 2j, 3 + 1j])
+    # No copy is needed: a view of the tensor's memory, as NumPy's copy=False gives.
+    t = ta.asarray(np.arange(4.0))
+    a = np.asarray(t, copy=False)
+    b = np.asarray(t.conj(), copy=False)  # the identity for real dtypes
+    assert not a.flags.owndata and not a.flags.writeable and np.shares_memory(a, b)
+    with pytest.raises(ValueError, match="needs a copy"):
+        np.asarray(t, dtype=np.float32, copy=False)
