@@ -1779,7 +1779,9 @@ ta_status ta_tensor_from_dlpack_legacy(struct ta_dl_managed_tensor *managed,
  * receives (the same error object as the failing operation's);
  * `TA_STATUS_UNCONSTRUCTED`; `TA_STATUS_DOMAIN_MISMATCH` for a device
  * tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on a read-only tensor or
- * view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned, and
+ * view; `TA_STATUS_TIMEOUT` if not granted in time (an access nothing
+ * earlier holds up is granted within the call, so a `timeout_ns` of 0 tries
+ * without waiting; on timeout nothing is returned, and
  * the enrolled access is released as soon as it is granted, so later work
  * is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a
  * tensor that kernel accesses, or whose earlier operations wait for that

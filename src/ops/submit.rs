@@ -636,11 +636,15 @@ fn enroll<C: Completion>(
     // SAFETY: as above (not yet enrolled).
     let op = unsafe { task.work_mut().op_mut::<Operation>() };
     op.stamp = stamp;
-    if let Some(token) = op.external() {
+    let external = op.external().inspect(|token| {
         // A wait for the grant, from inside a task the grant waits for,
         // then fails at once (see `Event::wait`).
         token.started().bind(&task);
-    }
+    });
+    // An external operation (a host access) ready at once is granted here:
+    // granting runs none of the caller's code, and a zero-timeout acquire of
+    // an idle tensor then succeeds rather than racing a worker.
+    let grant_here = external.is_some();
     for (h, &g) in hz.iter().zip(guard_of) {
         let on_device = device.is_some() && h.value.domain() != Domain::Host;
         if let Some(t) = task.trace() {
@@ -664,7 +668,11 @@ fn enroll<C: Completion>(
         e.bind(&task);
     }
     if task.release_guard() {
-        exec::schedule(task);
+        if grant_here {
+            exec::run(task);
+        } else {
+            exec::schedule(task);
+        }
     }
     Ok(C::output(handle))
 }

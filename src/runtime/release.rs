@@ -20,7 +20,9 @@ use crate::tensor::view::View;
 pub(crate) fn release_value(value: Arc<Value>) {
     let ptr = Arc::as_ptr(&value);
     // SAFETY: the value stays alive while it is used: see `release_under`.
-    release_under(unsafe { &*ptr }, value, |last| Released::Value(crate::tensor::value::ValueRc::new(last)));
+    release_under(unsafe { &*ptr }, value, &Region::Full, |last| {
+        Released::Value(crate::tensor::value::ValueRc::new(last))
+    });
 }
 
 /// Let go of a counted reference to `view` (see [`crate::tensor::view::ViewRc`]),
@@ -32,7 +34,15 @@ pub(crate) fn release_view(view: Arc<View>) {
     // SAFETY: the view's count of its root keeps the value alive while it is
     // used: see `release_under`. (No count of the value is taken here: every
     // count of a value must go under its lock, see `ValueRc`.)
-    release_under(unsafe { &*ptr }, view, |mut last| {
+    // The operations that point at the view without a count are those
+    // enrolled through it: its release waits for its own elements only, so
+    // later work on other elements is not held behind it. (An empty view's
+    // operations touch no element, and only a whole-value wait is behind them.)
+    let region = match &view.region {
+        Region::Empty => Region::Full,
+        r => r.clone(),
+    };
+    release_under(unsafe { &*ptr }, view, &region, |mut last| {
         if let Some(view) = Arc::get_mut(&mut last) {
             view.release_contents();
         }
@@ -54,13 +64,13 @@ impl Release for View {
 
 /// Drop `count` under `value`'s lock; if it is the last one and operations
 /// are still enrolled on `value`, move it (made into `Released`) into a
-/// release task behind them instead.
+/// release task behind those on `region` instead.
 ///
 /// `value` must stay alive while `count` lives: `count` goes only after the
 /// lock's guard (when it is the last), or while other counts remain (which
 /// can only go under this lock), or moves into the release task, which
 /// cannot run before the guard goes.
-fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) -> Released) {
+fn release_under<T>(value: &Value, count: Arc<T>, region: &Region, released: impl FnOnce(Arc<T>) -> Released) {
     let mut s = value.state.lock();
     if Arc::strong_count(&count) > 1 {
         drop(count);
@@ -72,7 +82,7 @@ fn release_under<T>(value: &Value, count: Arc<T>, released: impl FnOnce(Arc<T>) 
         return;
     }
     let task = exec::release(released(count));
-    s.queue.enroll_barrier(&task, &Region::Full);
+    s.queue.enroll_barrier(&task, region);
     drop(s);
     if task.release_guard() {
         exec::run(task);

@@ -1004,13 +1004,14 @@ end
 # poisoned elements of a view) fails with the status of the tensor's error, which `*error`
 # receives (the same error object as the failing operation's); `TA_STATUS_UNCONSTRUCTED`;
 # `TA_STATUS_DOMAIN_MISMATCH` for a device tensor; `TA_STATUS_READ_ONLY` for WRITE or UPDATE on
-# a read-only tensor or view; `TA_STATUS_TIMEOUT` if not granted in time (nothing is returned,
-# and the enrolled access is released as soon as it is granted, so later work is not held up);
-# `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a tensor that kernel accesses, or
-# whose earlier operations wait for that kernel (as does `ta_event_wait` on the event of
-# `ta_tensor_acquire_async` there). Mappings use the default runtime; a shutdown of it with
-# `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet (their data stays valid until
-# `ta_mapping_free`).
+# a read-only tensor or view; `TA_STATUS_TIMEOUT` if not granted in time (an access nothing
+# earlier holds up is granted within the call, so a `timeout_ns` of 0 tries without waiting; on
+# timeout nothing is returned, and the enrolled access is released as soon as it is granted, so
+# later work is not held up); `TA_STATUS_WOULD_DEADLOCK` when called from a kernel on a tensor
+# that kernel accesses, or whose earlier operations wait for that kernel (as does
+# `ta_event_wait` on the event of `ta_tensor_acquire_async` there). Mappings use the default
+# runtime; a shutdown of it with `TA_SHUTDOWN_CANCEL` cancels mappings that are not freed yet
+# (their data stays valid until `ta_mapping_free`).
 function ta_tensor_acquire(tensor, mode, timeout_ns, mapping_out, error)
     @ccall libtensorasync.ta_tensor_acquire(tensor::Ptr{ta_tensor}, mode::ta_mode, timeout_ns::Int64, mapping_out::Ptr{Ptr{ta_mapping}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
