@@ -89,3 +89,24 @@ func BenchmarkScaleChainRatio(b *testing.B) {
 	b.ReportMetric(cNs[rounds/2], "c-ns/op")
 	b.ReportMetric(goNs[rounds/2]/cNs[rounds/2], "go/c")
 }
+
+// BenchmarkSubmitChain is n dependent Go kernels (Submit, updating a
+// 1-element tensor) then one wait: the per-kernel cost of the cgo callback.
+func BenchmarkSubmitChain(b *testing.B) {
+	x, err := Zeros(DTypeF64, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	k := func(v []View) error { return nil }
+	acc := []Access{Updates(x)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := Submit("bench", k, acc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := x.WaitBlocking(-1); err != nil {
+		b.Fatal(err)
+	}
+}

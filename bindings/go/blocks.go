@@ -3,7 +3,10 @@ package tensorasync
 // #include <tensorasync.h>
 import "C"
 
-import "runtime"
+import (
+	"fmt"
+	"runtime"
+)
 
 // Blocks is a block array: one allocation cut into blocks (tiles of a tiled
 // array, or a list of blocks of any shapes), each with its own epoch queue.
@@ -27,7 +30,14 @@ func NewTiled(dt DType, shape, tile []int, order Order) (*Blocks, error) {
 		return nil, &Error{Status: StatusShapeMismatch, Code: int64(StatusShapeMismatch), Origin: "NewTiled",
 			Message: "tile extents of another rank than the shape"}
 	}
-	ext, te := cSizes(shape), cSizes(tile)
+	ext, err := sizeArgs("NewTiled", "extent", shape)
+	if err != nil {
+		return nil, err
+	}
+	te, err := sizeArgs("NewTiled", "tile extent", tile)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_blocks
 	var cerr *C.ta_error
 	st := C.ta_blocks_new_tiled(C.ta_dtype(dt), C.TA_DOMAIN_HOST, C.size_t(len(ext)), firstSize(ext), firstSize(te),
@@ -40,8 +50,12 @@ func NewBlockList(dt DType, shapes [][]int, order Order) (*Blocks, error) {
 	ranks := make([]C.size_t, len(shapes))
 	var ext []C.size_t
 	for i, s := range shapes {
+		e, err := sizeArgs("NewBlockList", fmt.Sprintf("extent of block %d:", i), s)
+		if err != nil {
+			return nil, err
+		}
 		ranks[i] = C.size_t(len(s))
-		ext = append(ext, cSizes(s)...)
+		ext = append(ext, e...)
 	}
 	var h *C.ta_blocks
 	var cerr *C.ta_error
@@ -87,16 +101,23 @@ func (b *Blocks) rank() (int, error) {
 // Block is a tensor handle for block i (row-major over the grid of a tiled
 // array), ordered on that block's own queue.
 func (b *Blocks) Block(i int) (*Tensor, error) {
+	ci, err := sizeArg("Block", "block index", i)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var cerr *C.ta_error
-	st := C.ta_blocks_block(b.h, C.size_t(i), &h, &cerr)
+	st := C.ta_blocks_block(b.h, ci, &h, &cerr)
 	runtime.KeepAlive(b)
 	return newView(st, h, cerr)
 }
 
 // Tile is a tensor handle for the tile at a multi-index of a tiled array.
 func (b *Blocks) Tile(index ...int) (*Tensor, error) {
-	idx := cSizes(index)
+	idx, err := sizeArgs("Tile", "tile index", index)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var cerr *C.ta_error
 	st := C.ta_blocks_tile(b.h, C.size_t(len(idx)), firstSize(idx), &h, &cerr)
@@ -104,10 +125,25 @@ func (b *Blocks) Tile(index ...int) (*Tensor, error) {
 	return newView(st, h, cerr)
 }
 
-// Coalesce is one view over tiles lo[k] through hi[k] (inclusive) on each
-// axis, enrolled in every covered tile's queue as one composite access.
+// Coalesce is one view over the tiles lo[k] up to but not including hi[k]
+// on each axis (hi is exclusive, like a Go slice expression and the C API's
+// ta_blocks_coalesce; CoalesceRange's last is inclusive), enrolled in every
+// covered tile's queue as one composite access. Coalesce(lo, hi) of a grid
+// with tiles of 2x3 elements and lo = [1, 1], hi = [3, 3] covers tile rows
+// 1 and 2 and tile columns 1 and 2.
 func (b *Blocks) Coalesce(lo, hi []int) (*Tensor, error) {
-	l, u := cSizes(lo), cSizes(hi)
+	if len(lo) != len(hi) {
+		return nil, &Error{Status: StatusShapeMismatch, Code: int64(StatusShapeMismatch), Origin: "Coalesce",
+			Message: fmt.Sprintf("lo has %d entries, hi %d", len(lo), len(hi))}
+	}
+	l, err := sizeArgs("Coalesce", "tile index", lo)
+	if err != nil {
+		return nil, err
+	}
+	u, err := sizeArgs("Coalesce", "tile index", hi)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var cerr *C.ta_error
 	st := C.ta_blocks_coalesce(b.h, C.size_t(len(l)), firstSize(l), firstSize(u), &h, &cerr)
@@ -118,9 +154,17 @@ func (b *Blocks) Coalesce(lo, hi []int) (*Tensor, error) {
 // CoalesceRange is one view over list blocks first through last (inclusive),
 // which must stack into one dense array (ErrNotContiguous otherwise).
 func (b *Blocks) CoalesceRange(first, last int) (*Tensor, error) {
+	cf, err := sizeArg("CoalesceRange", "block index", first)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sizeArg("CoalesceRange", "block index", last)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var cerr *C.ta_error
-	st := C.ta_blocks_coalesce_range(b.h, C.size_t(first), C.size_t(last), &h, &cerr)
+	st := C.ta_blocks_coalesce_range(b.h, cf, cl, &h, &cerr)
 	runtime.KeepAlive(b)
 	return newView(st, h, cerr)
 }

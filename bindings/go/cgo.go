@@ -23,9 +23,41 @@ package tensorasync
 // Defined in export.go (Go), called by the library on a worker thread.
 extern ta_status goTaKernel(ta_view *views, size_t nviews, uintptr_t handle, ta_kernel_ctx *ctx);
 
+// How many Go kernels are running on this thread (nested ones when a wait
+// inside a kernel runs another). The goroutine of a kernel stays locked to
+// the worker thread during the callback, and no other goroutine runs on that
+// thread meanwhile, so a goroutine that sees a non-zero count here is inside
+// a kernel: its waits must go through the library (see Event.Wait).
+static __thread int ta_go_kernel_depth;
+
 static ta_status ta_go_kernel_trampoline(const ta_view *views, size_t nviews, void *userdata,
                                          ta_kernel_ctx *ctx) {
-	return goTaKernel((ta_view *)views, nviews, (uintptr_t)userdata, ctx);
+	ta_go_kernel_depth++;
+	ta_status st = goTaKernel((ta_view *)views, nviews, (uintptr_t)userdata, ctx);
+	ta_go_kernel_depth--;
+	return st;
+}
+
+// ta_event_poll, with bit 32 set when the caller runs inside a Go kernel on
+// this thread (one cgo call for Event.Wait's first look).
+uint64_t ta_go_event_poll(const ta_event *event) {
+	uint64_t st = ta_event_poll(event);
+	if (ta_go_kernel_depth > 0) {
+		st |= (uint64_t)1 << 32;
+	}
+	return st;
+}
+
+// ta_event_wait on this thread, for a wait inside a kernel: the library
+// refuses a wait that would deadlock (reading the error object from this
+// thread's last error is safe here: the goroutine is locked to the thread)
+// and runs queued work while it waits.
+ta_status ta_go_event_wait_here(const ta_event *event, int64_t timeout_ns, ta_error **error) {
+	ta_status st = ta_event_wait(event, timeout_ns);
+	if (st == TA_STATUS_WOULD_DEADLOCK) {
+		ta_last_error(error);
+	}
+	return st;
 }
 
 // The cgo.Handle travels as the kernel's userdata: an integer cast to a
@@ -40,6 +72,7 @@ ta_status ta_go_kernel_submit(uintptr_t handle, const char *name, const ta_acces
 import "C"
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 )
@@ -69,6 +102,33 @@ func cSizes(xs []int) []C.size_t {
 		out[i] = C.size_t(x)
 	}
 	return out
+}
+
+// sizeArgs is cSizes for arguments from the caller (extents, indices, axes),
+// refusing negative values: converted to size_t they would reach the library
+// as huge numbers and fail with misleading statuses (OUT_OF_MEMORY, an
+// overflow, a huge index). what names the argument in the message.
+func sizeArgs(op, what string, xs []int) ([]C.size_t, error) {
+	for i, x := range xs {
+		if x < 0 {
+			return nil, negativeArg(op, what, x, i, xs)
+		}
+	}
+	return cSizes(xs), nil
+}
+
+// sizeArg is sizeArgs for one value.
+func sizeArg(op, what string, x int) (C.size_t, error) {
+	if x < 0 {
+		return 0, &Error{Status: StatusInvalidArgument, Code: int64(StatusInvalidArgument), Origin: op,
+			Message: fmt.Sprintf("negative %s %d", what, x)}
+	}
+	return C.size_t(x), nil
+}
+
+func negativeArg(op, what string, x, i int, xs []int) error {
+	return &Error{Status: StatusInvalidArgument, Code: int64(StatusInvalidArgument), Origin: op,
+		Message: fmt.Sprintf("negative %s %d (entry %d of %v)", what, x, i, xs)}
 }
 
 func cStrides(xs []int) []C.ptrdiff_t {

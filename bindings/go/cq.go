@@ -29,7 +29,8 @@ type CompletionQueue struct {
 
 	h       *C.ta_cq
 	file    *os.File
-	done    chan struct{}
+	stop    chan struct{} // closed by Close: deliver no more
+	done    chan struct{} // closed when the reader goroutine has stopped
 	closeMu sync.Mutex
 	closed  bool
 }
@@ -38,7 +39,19 @@ type CompletionQueue struct {
 // Close it when done: its reader goroutine runs until then.
 func NewCompletionQueue(buffer int) (*CompletionQueue, error) {
 	ch := make(chan Completion, buffer)
-	q, err := newCQ(func(c Completion) { ch <- c }, func() { close(ch) })
+	stop := make(chan struct{})
+	q, err := newCQ(stop, func(c Completion) {
+		// Close must not wait for a reader of C that may never come:
+		// once it is called, undelivered entries are dropped.
+		select {
+		case <-stop:
+		default:
+			select {
+			case ch <- c:
+			case <-stop:
+			}
+		}
+	}, func() { close(ch) })
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +62,9 @@ func NewCompletionQueue(buffer int) (*CompletionQueue, error) {
 }
 
 // newCQ creates a queue whose reader goroutine calls deliver for each entry,
-// and finish when it stops.
-func newCQ(deliver func(Completion), finish func()) (*CompletionQueue, error) {
+// and finish when it stops; Close closes stop before it waits for the reader,
+// so a deliver that may block must give up when stop is closed.
+func newCQ(stop chan struct{}, deliver func(Completion), finish func()) (*CompletionQueue, error) {
 	var h *C.ta_cq
 	var cerr *C.ta_error
 	if err := takeError(C.ta_cq_new(&h, &cerr), cerr); err != nil {
@@ -76,7 +90,7 @@ func newCQ(deliver func(Completion), finish func()) (*CompletionQueue, error) {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(dup), "tensorasync-cq")
-	q := &CompletionQueue{h: h, file: f, done: make(chan struct{})}
+	q := &CompletionQueue{h: h, file: f, stop: stop, done: make(chan struct{})}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
@@ -127,9 +141,11 @@ func (e *Event) Notify(q *CompletionQueue, tag uint64) error {
 	return err
 }
 
-// Close stops delivery, closes C and frees the queue. Operations still
-// holding the queue keep it alive until they complete; their entries are
-// dropped. Close is idempotent.
+// Close stops delivery, closes C and frees the queue. Entries not yet
+// received from C are dropped (Close never waits for a reader of C).
+// Operations still holding the queue keep it alive until they complete;
+// their entries are dropped. Afterwards WithCompletionQueue(q, ...) and
+// Notify(q, ...) fail with ErrNullHandle. Close is idempotent.
 func (q *CompletionQueue) Close() error {
 	q.closeMu.Lock()
 	defer q.closeMu.Unlock()
@@ -137,6 +153,7 @@ func (q *CompletionQueue) Close() error {
 		return nil
 	}
 	q.closed = true
+	close(q.stop)  // a reader blocked sending on C gives up
 	q.file.Close() // wakes the reader with os.ErrClosed
 	<-q.done
 	// Free the error objects of entries that were never delivered.
@@ -151,7 +168,9 @@ func (q *CompletionQueue) Close() error {
 			break
 		}
 	}
-	return check(C.ta_cq_free(q.h))
+	h := q.h
+	q.h = nil
+	return check(C.ta_cq_free(h))
 }
 
 // The process-wide dispatcher: one internal queue whose entries complete
@@ -169,7 +188,7 @@ var dispatch struct {
 func dispatcher() (*CompletionQueue, error) {
 	dispatch.once.Do(func() {
 		dispatch.actions = make(map[uint64]func(error))
-		dispatch.q, dispatch.err = newCQ(func(c Completion) {
+		dispatch.q, dispatch.err = newCQ(make(chan struct{}), func(c Completion) {
 			dispatch.mu.Lock()
 			f := dispatch.actions[c.Tag]
 			delete(dispatch.actions, c.Tag)

@@ -1,12 +1,16 @@
 package tensorasync
 
+// #include <stdint.h>
 // #include <tensorasync.h>
+// uint64_t ta_go_event_poll(const ta_event *event);
+// ta_status ta_go_event_wait_here(const ta_event *event, int64_t timeout_ns, ta_error **error);
 import "C"
 
 import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // Event is the completion of one submitted operation.
@@ -83,9 +87,22 @@ func (e *Event) Err() error {
 // operation's error, or ctx.Err(). The waiting goroutine blocks in a select,
 // not in C: cancellation and deadlines take effect at once, and no OS thread
 // is held.
+//
+// Inside a Go kernel (Submit) the wait goes through the library instead, on
+// the worker the kernel runs on: waiting on an operation that needs the
+// kernel to finish (one on a tensor the kernel accesses) fails at once with
+// ErrWouldDeadlock, and while the wait lasts the worker runs queued work (so
+// a kernel on a one-worker runtime can wait for work it submitted). ctx is
+// checked between slices of at most waitSlice.
 func (e *Event) Wait(ctx context.Context) error {
-	if ok, err := e.Poll(); ok {
-		return err
+	r := C.ta_go_event_poll(e.h)
+	runtime.KeepAlive(e)
+	st := C.ta_status(r & 0xffffffff)
+	if r>>32 != 0 {
+		return e.waitInKernel(ctx)
+	}
+	if st != C.TA_STATUS_PENDING {
+		return e.outcome(st)
 	}
 	select {
 	case <-e.Done():
@@ -93,6 +110,49 @@ func (e *Event) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// waitSlice is the longest blocking wait in C inside a kernel between two
+// looks at the context.
+const waitSlice = 10 * time.Millisecond
+
+// waitInKernel is Wait from inside a Go kernel: the goroutine is locked to a
+// library worker, so a wait in C is refused if it would deadlock, and helps
+// run other work otherwise.
+func (e *Event) waitInKernel(ctx context.Context) error {
+	var cerr *C.ta_error
+	st := C.ta_go_event_wait_here(e.h, 0, &cerr) // refuses a deadlock at once
+	for st == C.TA_STATUS_TIMEOUT {
+		slice := waitSlice
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			if left <= 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return context.DeadlineExceeded
+			}
+			if left < slice {
+				slice = left
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st = C.ta_go_event_wait_here(e.h, C.int64_t(slice), &cerr)
+	}
+	runtime.KeepAlive(e)
+	if st == C.TA_STATUS_WOULD_DEADLOCK {
+		if cerr == nil {
+			return &Error{Status: StatusWouldDeadlock, Code: int64(StatusWouldDeadlock), Origin: "event_wait",
+				Message: "the awaited operation waits for the kernel that is waiting on it"}
+		}
+		return takeError(st, cerr)
+	}
+	if cerr != nil {
+		C.ta_error_free(cerr)
+	}
+	return e.outcome(st)
 }
 
 // Close frees the event handle (the operation is not affected). Idempotent.

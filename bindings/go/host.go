@@ -49,6 +49,10 @@ func FromSliceOrder[T Elem](data []T, order Order, shape ...int) (*Tensor, error
 	if len(shape) == 0 {
 		shape = []int{len(data)}
 	}
+	rank, ext, keep, err := dims("FromSlice", shape)
+	if err != nil {
+		return nil, err
+	}
 	if product(shape) != len(data) {
 		return nil, &Error{Status: StatusShapeMismatch, Code: int64(StatusShapeMismatch),
 			Origin: "FromSlice", Message: fmt.Sprintf("%d elements for shape %v", len(data), shape)}
@@ -56,7 +60,6 @@ func FromSliceOrder[T Elem](data []T, order Order, shape ...int) (*Tensor, error
 	p, _ := elemsOf(data)
 	var h *C.ta_tensor
 	var cerr *C.ta_error
-	rank, ext, keep := dims(shape)
 	// ta_tensor_new_copy copies before it returns: Go memory is allowed.
 	st := C.ta_tensor_new_copy(C.ta_dtype(DTypeOf[T]()), rank, ext, nil, C.ta_order(order), p, &h, &cerr)
 	runtime.KeepAlive(data)
@@ -81,9 +84,17 @@ func Write[T Elem](t *Tensor, data []T, shape []int, opts ...Option) error {
 			shape = []int{len(data)}
 		}
 	}
+	rank, ext, keep, err := dims("Write", shape)
+	if err != nil {
+		return err
+	}
 	if product(shape) != len(data) {
 		return &Error{Status: StatusShapeMismatch, Code: int64(StatusShapeMismatch),
 			Origin: "Write", Message: fmt.Sprintf("%d elements for shape %v", len(data), shape)}
+	}
+	c, err := configure(opts)
+	if err != nil {
+		return err
 	}
 	p, bytes := elemsOf(data)
 	buf := newCBuffer(bytes)
@@ -91,10 +102,8 @@ func Write[T Elem](t *Tensor, data []T, shape []int, opts ...Option) error {
 		C.memcpy(buf.p, p, C.size_t(bytes))
 	}
 	runtime.KeepAlive(data)
-	c := configure(opts)
 	var ev *C.ta_event
 	var cerr *C.ta_error
-	rank, ext, keep := dims(shape)
 	st := C.ta_copy_in(t.h, buf.p, rank, ext, nil, c.ptr(), &ev, &cerr)
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(c.keep)
@@ -119,19 +128,40 @@ func Write[T Elem](t *Tensor, data []T, shape []int, opts ...Option) error {
 // Read waits for t's pending writes (or ctx) and returns its elements in
 // row-major order. T must be t's element type.
 func Read[T Elem](ctx context.Context, t *Tensor) ([]T, error) {
+	if err := checkDType[T](t, "Read"); err != nil {
+		return nil, err
+	}
 	n, err := t.Len()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]T, n)
-	return out, ReadInto(ctx, t, out)
+	return out, readInto(ctx, t, out)
 }
 
-// ReadInto is Read into dst (len(dst) must be t's element count).
+// ReadInto is Read into dst: len(dst) must be t's element count (a shorter
+// dst fails with ErrBufferTooSmall, a longer one with ErrShapeMismatch).
 func ReadInto[T Elem](ctx context.Context, t *Tensor, dst []T) error {
 	if err := checkDType[T](t, "Read"); err != nil {
 		return err
 	}
+	n, err := t.Len()
+	if err != nil {
+		return err
+	}
+	if len(dst) != n {
+		st := StatusShapeMismatch
+		if len(dst) < n {
+			st = StatusBufferTooSmall
+		}
+		return &Error{Status: st, Code: int64(st), Origin: "ReadInto",
+			Message: fmt.Sprintf("dst holds %d elements; the tensor has %d", len(dst), n)}
+	}
+	return readInto(ctx, t, dst)
+}
+
+// readInto copies t out into dst (dtype and length checked by the caller).
+func readInto[T Elem](ctx context.Context, t *Tensor, dst []T) error {
 	var z T
 	size := int(unsafe.Sizeof(z))
 	buf := newCBuffer(len(dst) * size)
@@ -146,8 +176,10 @@ func ReadInto[T Elem](ctx context.Context, t *Tensor, dst []T) error {
 	e := newEvent(ev)
 	defer e.Close()
 	if err := e.Wait(ctx); err != nil {
-		if ctx.Err() != nil {
-			// The copy may still write the buffer: free it afterwards.
+		if done, _ := e.Poll(); !done {
+			// The wait ended first (ctx, or a wait refused inside a
+			// kernel): the copy may still write the buffer, so free it
+			// once the copy has completed.
 			if whenDone(ev, func(error) { buf.free() }) != nil {
 				// Leak rather than free memory the library may write.
 				return err

@@ -106,12 +106,32 @@ func (a Array[T]) Contiguous() ([]T, bool) {
 // KernelFunc is a user kernel written in Go. It runs once on a library worker
 // thread, after its accesses are granted, with one View per Access, in order.
 // It must not keep the views (or slices of them) after it returns, and should
-// not block for long (it holds a worker). A non-nil error (or a panic) fails
-// the operation and poisons every operand it writes; the error's text is the
-// message, and a *KernelError's Code is kept as the error code.
+// not block for long (it holds a worker). A non-nil error (or a panic, nil
+// values included) fails the operation with ErrKernelFailed and poisons every
+// operand it writes; the error's text is the message, and a *KernelError's
+// Code is kept as the error code (otherwise the code is 1).
+//
+// A kernel may submit operations. Waiting inside a Submit kernel
+// (Event.Wait, Tensor.Wait, Read, Map) on an operation that needs the kernel
+// to finish, such as one on a tensor it accesses, fails at once with
+// ErrWouldDeadlock; a wait on other work blocks the worker in the library,
+// which runs queued work meanwhile (so a runtime of one worker does not
+// deadlock), checking ctx between short slices. Event.Done channels are not
+// such waits: do not block on them in a kernel. (A SubmitGoroutine kernel
+// runs on no worker: its waits are ordinary ones, and one on its own
+// operands lasts until its ctx ends.)
+//
+// A kernel run by Submit must not call runtime.Goexit (t.FailNow, t.Fatal,
+// t.SkipNow and the like do): the kernel runs in a cgo callback on a library
+// worker, which the Go runtime cannot leave that way, and the process dies
+// with a message saying so. Return an error or panic instead (a panic
+// is caught). A SubmitGoroutine kernel may call it: the operation then fails.
 type KernelFunc func(views []View) error
 
-// KernelError lets a kernel choose the code of its failure (not 0).
+// KernelError lets a kernel choose the code of its failure (not 0). In a
+// SubmitGoroutine kernel, Code 41 (the value of TA_STATUS_CANCELLED) cannot be
+// kept: ta_token_finish reads that value as a cancellation, so the operation
+// fails with ErrKernelFailed and code 40 (TA_STATUS_KERNEL_FAILED) instead.
 type KernelError struct {
 	Code    uint32
 	Message string
@@ -132,7 +152,10 @@ func Submit(name string, kernel KernelFunc, accesses []Access, opts ...Option) e
 	for i, a := range accesses {
 		acc[i] = C.ta_access{tensor: a.Tensor.h, mode: C.ta_mode(a.Mode)}
 	}
-	c := configure(opts)
+	c, err := configure(opts)
+	if err != nil {
+		return err
+	}
 	h := cgo.NewHandle(kernel)
 	var ev *C.ta_event
 	var cerr *C.ta_error
@@ -162,7 +185,18 @@ func Submit(name string, kernel KernelFunc, accesses []Access, opts ...Option) e
 // runKernel is called by the trampoline (export.go).
 func runKernel(views *C.ta_view, n C.size_t, handle C.uintptr_t, ctx *C.ta_kernel_ctx) C.ta_status {
 	k := cgo.Handle(handle).Value().(KernelFunc)
+	returned := false
+	defer func() {
+		if !returned {
+			// Only runtime.Goexit leaves callKernel without returning (it
+			// recovers panics). The Go runtime cannot unwind a cgo callback
+			// that way; the process is about to die, so say why.
+			panic("tensorasync: a kernel run by Submit called runtime.Goexit (t.FailNow, t.Fatal, ...), " +
+				"which a library worker cannot survive; return an error instead (or use SubmitGoroutine)")
+		}
+	}()
 	code, msg := callKernel(k, goViews(unsafe.Slice(views, int(n))))
+	returned = true
 	if code != 0 {
 		cmsg := C.CString(msg)
 		C.ta_kernel_set_error(ctx, cmsg)
@@ -192,14 +226,28 @@ func goViews(cv []C.ta_view) []View {
 }
 
 // callKernel runs k and gives the failure code (0 for success) and message.
-// A Go panic must not unwind into the library's frames: it becomes a failure.
+// A Go panic must not unwind into the library's frames: it becomes a failure,
+// whatever its value (recover gives nil for panic(nil) on Go 1.19, so the
+// kernel's normal return is what tells success apart). It does not return if
+// k calls runtime.Goexit.
 func callKernel(k KernelFunc, vs []View) (code uint32, msg string) {
+	returned := false
 	defer func() {
-		if r := recover(); r != nil {
-			code, msg = 1, fmt.Sprint("panic: ", r)
+		if returned {
+			return
 		}
+		r := recover()
+		if r == nil {
+			// panic(nil), or runtime.Goexit (which goes on unwinding: the
+			// callers handle it).
+			code, msg = 1, "panic(nil)"
+			return
+		}
+		code, msg = 1, fmt.Sprint("panic: ", r)
 	}()
-	if err := k(vs); err != nil {
+	err := k(vs)
+	returned = true
+	if err != nil {
 		var ke *KernelError
 		if errors.As(err, &ke) && ke.Code != 0 {
 			return ke.Code, err.Error()
@@ -224,7 +272,10 @@ func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...
 	if len(acc) > 0 {
 		p = &acc[0]
 	}
-	c := configure(opts)
+	c, err := configure(opts)
+	if err != nil {
+		return err
+	}
 	out := new(struct {
 		tok     *C.ta_token
 		started *C.ta_event
@@ -241,7 +292,17 @@ func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...
 	n := len(acc)
 	go func() {
 		defer started.Close()
+		finished := false
+		defer func() {
+			if !finished {
+				// The kernel called runtime.Goexit (t.FailNow, ...): the
+				// goroutine is ending without callKernel returning. Fail
+				// the operation so that its dependents do not wait forever.
+				finishToken(tok, 1, "the kernel called runtime.Goexit (t.FailNow, t.Fatal, ...) without returning")
+			}
+		}()
 		if err := started.Wait(context.Background()); err != nil {
+			finished = true
 			// An input was poisoned: the operation has failed already and
 			// the token only needs finishing.
 			C.ta_token_finish(tok, C.TA_STATUS_CANCELLED, nil)
@@ -250,10 +311,17 @@ func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...
 		cv := make([]C.ta_view, n+1)
 		var cnt C.size_t
 		if st := C.ta_token_views(tok, &cv[0], C.size_t(n), &cnt); st != C.TA_STATUS_OK {
+			finished = true
 			finishToken(tok, uint32(st), "ta_token_views: "+Status(st).Name())
 			return
 		}
 		code, msg := callKernel(kernel, goViews(cv[:int(cnt)]))
+		finished = true
+		if code == uint32(C.TA_STATUS_CANCELLED) {
+			// ta_token_finish reads CANCELLED's value as a cancellation, not
+			// as a failure code: the kernel failed, so say that.
+			code = uint32(C.TA_STATUS_KERNEL_FAILED)
+		}
 		finishToken(tok, code, msg)
 	}()
 	if c.event != nil {

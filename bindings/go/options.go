@@ -11,16 +11,43 @@ type submitConfig struct {
 	set   bool
 	event **Event
 	keep  []any // Go objects to keep reachable until submission returns
+	err   error // the first option that cannot apply (a closed handle)
 }
 
-// WithRuntime runs the operation on rt instead of the default runtime.
+// closedOption is the error of an option naming a closed (or nil) handle:
+// the ErrNullHandle that other uses of a closed handle give. The C API reads
+// a NULL runtime or queue in ta_submit as "none given", so passing the
+// cleared handle on would silently run the operation on the default runtime
+// (or without its completion entry); the submission fails instead.
+func closedOption(c *submitConfig, option, what string) {
+	if c.err == nil {
+		c.err = &Error{Status: StatusNullHandle, Code: int64(StatusNullHandle), Origin: option,
+			Message: what + " is closed (or nil)"}
+	}
+}
+
+// WithRuntime runs the operation on rt instead of the default runtime. A
+// closed (or nil) rt fails the submission with ErrNullHandle.
 func WithRuntime(rt *Runtime) Option {
-	return func(c *submitConfig) { c.opts.runtime = rt.h; c.set = true; c.keep = append(c.keep, rt) }
+	return func(c *submitConfig) {
+		if rt == nil || rt.h == nil {
+			closedOption(c, "WithRuntime", "the runtime")
+			return
+		}
+		c.opts.runtime = rt.h
+		c.set = true
+		c.keep = append(c.keep, rt)
+	}
 }
 
-// WithCompletionQueue reports the operation's completion as {tag, outcome} on q.
+// WithCompletionQueue reports the operation's completion as {tag, outcome} on
+// q. A closed (or nil) q fails the submission with ErrNullHandle.
 func WithCompletionQueue(q *CompletionQueue, tag uint64) Option {
 	return func(c *submitConfig) {
+		if q == nil || q.h == nil {
+			closedOption(c, "WithCompletionQueue", "the completion queue")
+			return
+		}
 		c.opts.cq = q.h
 		c.opts.cq_tag = C.uint64_t(tag)
 		c.set = true
@@ -55,15 +82,20 @@ func WithEvent(ev **Event) Option { return func(c *submitConfig) { c.event = ev 
 // noOptions is the configuration of a call without options (never written).
 var noOptions submitConfig
 
-func configure(opts []Option) *submitConfig {
+// configure applies the options; an option that cannot apply (a closed
+// runtime or queue) gives an error, and the caller submits nothing.
+func configure(opts []Option) (*submitConfig, error) {
 	if len(opts) == 0 {
-		return &noOptions
+		return &noOptions, nil
 	}
 	c := new(submitConfig)
 	for _, o := range opts {
 		o(c)
 	}
-	return c
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c, nil
 }
 
 // ptr is the ta_submit to pass (nil for all defaults): a copy on its own, so

@@ -33,9 +33,14 @@ func (t *Tensor) Close() error {
 	return check(C.ta_tensor_free(h))
 }
 
-func dims(shape []int) (C.size_t, *C.size_t, []C.size_t) {
-	ext := cSizes(shape)
-	return C.size_t(len(shape)), firstSize(ext), ext
+// dims converts a shape for the C API (rank, extents, and the slice to keep
+// alive), refusing negative extents with ErrInvalidArgument.
+func dims(op string, shape []int) (C.size_t, *C.size_t, []C.size_t, error) {
+	ext, err := sizeArgs(op, "extent", shape)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return C.size_t(len(shape)), firstSize(ext), ext, nil
 }
 
 // New makes an unconstructed host tensor of dtype dt: an overwrite (Write,
@@ -61,7 +66,10 @@ func Zeros(dt DType, shape ...int) (*Tensor, error) {
 func ZerosIn(dt DType, domain int, order Order, shape ...int) (*Tensor, error) {
 	var h *C.ta_tensor
 	var cerr *C.ta_error
-	rank, ext, keep := dims(shape)
+	rank, ext, keep, err := dims("Zeros", shape)
+	if err != nil {
+		return nil, err
+	}
 	st := C.ta_tensor_new_zeros(C.ta_dtype(dt), C.ta_domain(domain), rank, ext, C.ta_order(order), &h, &cerr)
 	runtime.KeepAlive(keep)
 	if err := takeError(st, cerr); err != nil {
@@ -156,7 +164,10 @@ func (t *Tensor) Share() (*Tensor, error) {
 // Clone deep-copies a whole tensor onto a fresh queue (a scheduled copy that
 // sees every earlier write); for a view it gives the same view back.
 func (t *Tensor) Clone(opts ...Option) (*Tensor, error) {
-	c := configure(opts)
+	c, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var ev *C.ta_event
 	var cerr *C.ta_error
@@ -180,7 +191,8 @@ func (t *Tensor) WaitBlocking(timeoutNs int64) error {
 
 // Wait waits until everything enrolled on the tensor so far has completed, or
 // ctx ends, and returns the tensor's state: nil for a clean value, the error
-// that poisoned it, or ctx.Err().
+// that poisoned it, or ctx.Err(). Inside a Go kernel it waits as Event.Wait
+// says (ErrWouldDeadlock at once for a tensor the kernel accesses).
 func (t *Tensor) Wait(ctx context.Context) error {
 	return t.wait(ctx)
 }

@@ -79,7 +79,10 @@ func (t *Tensor) Slice(ranges ...Range) (*Tensor, error) {
 
 // Permute returns a view with axes reordered: axis j is axis perm[j] of t.
 func (t *Tensor) Permute(perm ...int) (*Tensor, error) {
-	p := cSizes(perm)
+	p, err := sizeArgs("Permute", "axis", perm)
+	if err != nil {
+		return nil, err
+	}
 	var h *C.ta_tensor
 	var cerr *C.ta_error
 	st := C.ta_tensor_permute(t.h, firstSize(p), C.size_t(len(p)), &h, &cerr)
@@ -115,7 +118,10 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 func (t *Tensor) ReshapeOrder(order Order, shape ...int) (*Tensor, error) {
 	var h *C.ta_tensor
 	var cerr *C.ta_error
-	rank, ext, keep := dims(shape)
+	rank, ext, keep, err := dims("Reshape", shape)
+	if err != nil {
+		return nil, err
+	}
 	st := C.ta_tensor_reshape(t.h, rank, ext, C.ta_order(order), &h, &cerr)
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(keep)
