@@ -18,16 +18,43 @@
  * library calls MPI only inside ta_mpi_* calls, from the calling thread; the
  * program then drives the engine with ta_mpi_progress (or ta_mpi_wait) from
  * the thread allowed to call MPI, never concurrently with its own MPI calls.
- * MPI_THREAD_SINGLE is refused (TA_STATUS_UNSUPPORTED).
+ * MPI_THREAD_SINGLE is refused (TA_STATUS_UNSUPPORTED). Simulated
+ * communicators (ta_mpi_comm_new_simulated) never count as an initialised
+ * MPI: ta_mpi_init makes its checks whether or not one was created first.
  *
  * Errors. Every MPI call of the library on its duplicate communicator
- * returns its errors (MPI_ERRORS_RETURN is set on the duplicate); the
- * operation's outputs are then poisoned with "<operation>: <MPI call>
- * failed: <MPI_Error_string>". (MPICH raises an error found while
- * completing a request in MPI_Testsome on MPI_COMM_WORLD's handler, fatal by
- * default, instead of returning it.) A testing aid: with the environment
- * variable TA_MPI_TEST_INVALID_RANK=1 at ta_mpi_init, every send is posted to
- * the invalid rank `size`, so that MPI itself fails it.
+ * returns its errors (MPI_ERRORS_RETURN is set on the duplicate, never on
+ * the program's communicator); the operation's outputs are then poisoned
+ * with "<operation>: <MPI call> failed: <MPI_Error_string>". (Open MPI 4.1
+ * and MPICH 4.0 may raise an error found while completing a nonblocking
+ * request, in MPI_Testsome, on MPI_COMM_WORLD's handler, fatal by default,
+ * instead of returning it. So the library keeps the errors it can foresee
+ * from reaching MPI: receives are matched by size and dtype before the data
+ * is read, and collectives compare the ranks' arguments first, see
+ * Collectives.) A testing aid: with the environment variable
+ * TA_MPI_TEST_INVALID_RANK=1 at ta_mpi_init, every send is posted to the
+ * invalid rank `size`, so that MPI itself fails it.
+ *
+ * Poisoned inputs. The error of a poisoned sent tensor, or of a poisoned
+ * collective input, travels in place of the data and poisons the receiving
+ * tensors with the same message and code, not re-worded. The C ABI
+ * (ta_token_finish) cannot set an error's origin or every status: on the
+ * receiving side the origin is the receiving operation (ta_mpi_recv,
+ * ta_mpi_bcast, ...), and the status is the original one when that is
+ * TA_STATUS_KERNEL_FAILED (the code kept too, unless it is 0 or
+ * TA_STATUS_CANCELLED) or TA_STATUS_CANCELLED; any other status S arrives as
+ * TA_STATUS_KERNEL_FAILED with code S.
+ *
+ * Collectives. Each collective first reduces a small header over the ranks
+ * (one MPI_Iallreduce of 8 int64: which rank's input is poisoned, the
+ * element count, the dtype, the kind, root and reduction operation), then,
+ * alike on every rank: broadcasts the poisoned input's error (the lowest
+ * such rank's) in place of the data; or, if the counts, dtypes or kinds
+ * differ between the ranks, posts nothing and poisons the outputs with a
+ * message saying what differs ("the ranks' tensors differ in size: from 4
+ * to 8 elements ..."); or posts the data collective. This costs one small
+ * allreduce latency per collective, and collectives of one communicator
+ * are posted one after another.
  *
  * Communicators. ta_mpi_comm_new duplicates the program's communicator
  * (MPI_Comm_dup, collective over it) so that the library's messages never
@@ -42,9 +69,12 @@
  * Functions return a ta_status (TA_STATUS_* from tensorasync.h); where an
  * `error` argument exists it receives a new ta_error handle from the core
  * when the core refused the submission (may be NULL; set to NULL
- * otherwise). Checks made by this library itself (rank, tag, root, shape)
- * return TA_STATUS_INVALID_ARGUMENT or TA_STATUS_SHAPE_MISMATCH and leave
- * the reason in ta_mpi_last_message().
+ * otherwise). Checks made by this library itself (rank, tag, root, shape,
+ * dtype; before constructing an unconstructed output, its domain and
+ * writability) return TA_STATUS_INVALID_ARGUMENT, SHAPE_MISMATCH,
+ * DTYPE_MISMATCH, DOMAIN_MISMATCH or READ_ONLY, leave the reason in
+ * ta_mpi_last_message(), and enroll nothing (an unconstructed output stays
+ * unconstructed).
  */
 #ifndef TENSORASYNC_MPI_H
 #define TENSORASYNC_MPI_H
@@ -83,10 +113,14 @@ typedef struct ta_mpi_stats {
 
 /* Start the library after MPI_Init_thread: checks the thread level (see
  * above) and, unless `flags` has TA_MPI_MANUAL_PROGRESS, starts the progress
- * thread. Calling it again is a no-op returning TA_STATUS_OK.
- * TA_STATUS_UNSUPPORTED when MPI is not initialised, the level is
- * MPI_THREAD_SINGLE, or it is below MPI_THREAD_MULTIPLE without
- * TA_MPI_MANUAL_PROGRESS. */
+ * thread. Calling it again after it succeeded is a no-op returning
+ * TA_STATUS_OK. TA_STATUS_UNSUPPORTED when MPI is not initialised, the level
+ * is MPI_THREAD_SINGLE, or it is below MPI_THREAD_MULTIPLE without
+ * TA_MPI_MANUAL_PROGRESS; these checks are made even after a simulated
+ * communicator was created. If a simulated communicator started a progress
+ * thread, ta_mpi_init(0) keeps it, and ta_mpi_init(TA_MPI_MANUAL_PROGRESS)
+ * stops it: the simulated communicators' operations then progress through
+ * ta_mpi_progress and ta_mpi_wait too. */
 ta_status ta_mpi_init(uint32_t flags);
 
 /* Wait until every operation of this library has completed (their tokens
@@ -113,8 +147,11 @@ ta_status ta_mpi_comm_new_f(MPI_Fint comm, ta_mpi_comm **comm_out);
  * granted, leaving the receiving tensor as it was (an unconstructed one is
  * zero-filled); collectives complete leaving their outputs as they were.
  * Every message is counted in ta_mpi_comm_stats. No MPI call is made, and
- * MPI need not be initialised (without ta_mpi_init, the progress thread is
- * started here; ta_mpi_finalize stops it). */
+ * MPI need not be initialised (without ta_mpi_init, a progress thread that
+ * makes no MPI call is started here; ta_mpi_finalize stops it). Creating one
+ * does not initialise the library for real communicators: ta_mpi_init is
+ * still needed, with all its checks. Tags are checked against
+ * ta_mpi_tag_max(). */
 ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out);
 
 /* Free a communicator after its operations completed (waits for them; the
@@ -135,8 +172,12 @@ ta_status ta_mpi_comm_stats(const ta_mpi_comm *comm, ta_mpi_stats *stats_out);
 ta_status ta_mpi_comm_trace(ta_mpi_comm *comm, int enable, double *intervals, size_t cap,
                             size_t *count_out);
 
-/* The largest tag the library accepts on this MPI (MPI_TAG_UB / 2 - 1:
- * the library keeps one tag bit for itself). */
+/* The largest tag the library accepts on this MPI: (MPI_TAG_UB >> 6) - 1,
+ * that is MPI_TAG_UB / 64 - 1 rounded down (the library keeps the 6 low tag
+ * bits for itself: the dtype of the message and a poison flag). MPI
+ * guarantees MPI_TAG_UB >= 32767, so at least 510; 33554430 with
+ * MPI_TAG_UB = 2^31 - 1. Without MPI initialised (only simulated
+ * communicators), (INT_MAX >> 6) - 1. */
 int ta_mpi_tag_max(void);
 
 /* The message of the last TA_STATUS_INVALID_ARGUMENT / SHAPE_MISMATCH this
@@ -145,10 +186,12 @@ int ta_mpi_tag_max(void);
 const char *ta_mpi_last_message(void);
 
 /* Send `tensor` (any view, any strides: non-contiguous views are sent through
- * an MPI datatype, without a copy) to rank `dest` with `tag`: a read access.
- * The receiver must receive the same number of elements of the same dtype.
- * If the tensor is poisoned when its turn comes, its error travels instead of
- * the data and the receiving tensor is poisoned with it. `opts` and the
+ * an MPI datatype, without a copy; views with a negative stride and
+ * conjugate views are packed into a dense copy first) to rank `dest` with
+ * `tag`: a read access. The receiver must receive the same number of
+ * elements of the same dtype. If the tensor is poisoned when its turn comes,
+ * its error travels instead of the data and the receiving tensor is poisoned
+ * with it (its message and code; see Poisoned inputs above). `opts` and the
  * event are as for any submission (tensorasync.h). */
 ta_status ta_mpi_send(const ta_tensor *tensor, int dest, int tag, const ta_mpi_comm *comm,
                       const ta_submit *opts, ta_event **event_out, ta_error **error);
@@ -160,22 +203,29 @@ ta_status ta_mpi_send(const ta_tensor *tensor, int dest, int tag, const ta_mpi_c
  * `extents` (a fill with zeros that the receive overwrites), so later
  * submissions see its shape. An incoming message with another element count
  * poisons the tensor with a message that gives both sizes; the message is
- * consumed. */
+ * consumed. A view with a negative stride receives into a dense buffer,
+ * copied into it on completion (Open MPI 4.1 mishandles such datatypes). */
 ta_status ta_mpi_recv(const ta_tensor *tensor, int src, int tag, size_t rank,
                       const size_t *extents, const ta_mpi_comm *comm, const ta_submit *opts,
                       ta_event **event_out, ta_error **error);
 
 /* Broadcast `tensor` from `root`: a read access on the root, a write access
- * (constructed tensor of the same shape and dtype) on the others. */
+ * (constructed tensor of the same number of elements and dtype) on the
+ * others. If the root's tensor is poisoned, the others are poisoned with its
+ * error (see Poisoned inputs); other counts or dtypes on some rank poison
+ * every rank's tensor (see Collectives). */
 ta_status ta_mpi_bcast(const ta_tensor *tensor, int root, const ta_mpi_comm *comm,
                        const ta_submit *opts, ta_event **event_out, ta_error **error);
 
 /* Element-wise reduction of `input` over the ranks into `output` on `root`
  * (output is ignored and may be NULL on the other ranks). On the root,
  * `output` may be NULL: then `input` is reduced in place (an update access).
- * Shapes and dtypes must agree; `output` is constructed or unconstructed
- * (then constructed with the input's shape). A poisoned input on any rank
- * poisons the result with a message naming that rank. */
+ * Shapes and dtypes must agree, locally (checked at submission: nothing is
+ * enrolled, an unconstructed output stays so) and between the ranks (the
+ * element counts and dtypes are compared first: see Collectives); `output`
+ * is constructed or unconstructed (then constructed with the input's
+ * shape). A poisoned input on any rank poisons the result on every rank
+ * with that input's error (the lowest such rank's; see Poisoned inputs). */
 ta_status ta_mpi_reduce(const ta_tensor *output, const ta_tensor *input, ta_mpi_op op, int root,
                         const ta_mpi_comm *comm, const ta_submit *opts, ta_event **event_out,
                         ta_error **error);
@@ -188,7 +238,9 @@ ta_status ta_mpi_allreduce(const ta_tensor *output, const ta_tensor *input, ta_m
 /* Gather `input` from every rank into `output` on every rank: `output` holds
  * size x (elements of input), rank r's elements at [r * n, (r + 1) * n) in
  * row-major order of output (e.g. output extents {size, input extents...}).
- * An unconstructed output is constructed with extents {size, input extents}. */
+ * An unconstructed output is constructed with extents {size, input extents}
+ * (only once every submission check passed). Every rank's input has the
+ * same number of elements and dtype (compared first: see Collectives). */
 ta_status ta_mpi_allgather(const ta_tensor *output, const ta_tensor *input,
                            const ta_mpi_comm *comm, const ta_submit *opts, ta_event **event_out,
                            ta_error **error);

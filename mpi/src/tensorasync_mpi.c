@@ -30,6 +30,7 @@
 #include "tensorasync_mpi.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -115,21 +116,32 @@ struct op {
   int nreqs, nreqs_left;
   MPI_Datatype types[2];
   int ntypes;
-  void *tmp;            /* packed input, poison text, scratch */
+  void *tmp;            /* packed input, received error, scratch */
   void *tmp_out;        /* packed output to unpack on completion */
-  int flag_send, flag_recv; /* collective poison flag */
+  int phase;            /* collective: 0 not posted, 1 header in flight, 2 data or error in flight */
+  int64_t hdr_send[8], hdr_recv[8]; /* collective header (see post_coll_header) */
+  int coll_poison;      /* collective: phase 2 broadcasts the error of rank hdr_recv[0] */
+  char *errblob;        /* the error of a poisoned input, as sent (see make_error_blob) */
+  size_t errlen;
   int poisoned_peer;    /* receive: poison message from the peer */
   msg *m;
   ta_status result;
+  ta_status finish_status; /* the status given to ta_token_finish, when not `result` */
+  char *errmsg;         /* a propagated error's message (heap), in place of errbuf */
   char errbuf[512];
   double t_post;
 };
 
+/* `initialised`: ta_mpi_init succeeded (real MPI, checked). `thread_running`:
+ * a progress thread exists, started by ta_mpi_init or, before it, by the
+ * first simulated communicator (which needs no MPI). Simulated
+ * communicators never mark MPI as initialised. `stop`: 1 stop once idle, 2
+ * stop now (ta_mpi_init taking the engine over for manual progress). */
 static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* inbox grew, or stop */
   pthread_cond_t idle_cv; /* an operation finished */
-  int initialised, manual, stop;
+  int initialised, manual, stop, thread_running;
   pthread_t thread;
   op *inbox_head, *inbox_tail;
   size_t pending;
@@ -141,7 +153,7 @@ static struct {
   int tag_ub;
   int fault_rank; /* TA_MPI_TEST_INVALID_RANK: sends go to an invalid rank */
   pthread_mutex_t step_mu;
-} E = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0,
+} E = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0,
        NULL, NULL, 0, 0, NULL, NULL, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local char last_msg[512];
@@ -156,13 +168,19 @@ static ta_status fail(ta_status st, const char *fmt, ...) {
 
 const char *ta_mpi_last_message(void) { return last_msg; }
 
+/* (MPI_TAG_UB >> 6) - 1: the internal tag is (tag << 6) | (dtype << 1) | poison. */
 int ta_mpi_tag_max(void) {
-  int ub = E.tag_ub;
+  int ub = E.tag_ub; /* set by ta_mpi_init */
   if (ub <= 0) {
-    int flag = 0, *p = NULL, init = 0;
+    int flag = 0, *p = NULL, init = 0, fin = 0;
     MPI_Initialized(&init);
-    if (init) MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &p, &flag);
-    ub = (flag && p) ? *p : 32767;
+    if (init) MPI_Finalized(&fin);
+    if (init && !fin) {
+      MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &p, &flag);
+      ub = (flag && p) ? *p : 32767;
+    } else {
+      ub = INT_MAX; /* no MPI: only simulated communicators, which send nothing */
+    }
   }
   return (ub >> TAG_SHIFT) - 1;
 }
@@ -329,6 +347,101 @@ static void strided_copy(const ta_view *v, char *dense, int to_dense, int conj) 
   }
 }
 
+/* Whether view `v` goes through a packed dense buffer rather than an MPI
+ * datatype: a conjugate view (MPI has no conjugation), and a view with a
+ * negative stride (Open MPI 4.1's datatype engine receives hvectors of
+ * 1-byte elements with negative strides wrongly; every dtype is packed for
+ * simplicity). */
+static int view_packed(const ta_view *v) {
+  if (v->conj && is_complex(v->dtype)) return 1;
+  for (size_t k = 0; k < v->rank; k++)
+    if (v->extents[k] > 1 && v->strides[k] < 0) return 1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* errors that travel: a poisoned input's error, sent in place of the data
+ *
+ * Layout (native byte order, like the data): int32 status, int32 origin
+ * length, int64 code, int32 message length, int32 0, then the origin and
+ * the message (no NULs). */
+
+#define ERR_HDR 24
+#define ERR_MSG_MAX 65536
+
+static void put32(char *p, int32_t v) { memcpy(p, &v, 4); }
+static void put64(char *p, int64_t v) { memcpy(p, &v, 8); }
+static int32_t get32(const char *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static int64_t get64(const char *p) { int64_t v; memcpy(&v, p, 8); return v; }
+
+/* o->errblob: the error of o's failed start (a poisoned input). */
+static void make_error_blob(op *o, const char *fallback) {
+  ta_status status = o->start_status;
+  int64_t code = (int64_t)status;
+  char *origin = NULL, *message = NULL;
+  size_t olen = 0, mlen = 0;
+  ta_error *e = NULL;
+  if (o->started_ev && ta_event_error(o->started_ev, &e) == TA_STATUS_OK && e) {
+    ta_error_status(e, &status);
+    ta_error_code(e, &code);
+    if (ta_error_origin(e, NULL, 0, &olen) == TA_STATUS_OK && (origin = malloc(olen + 1)))
+      ta_error_origin(e, origin, olen + 1, NULL);
+    else olen = 0;
+    if (ta_error_message(e, NULL, 0, &mlen) == TA_STATUS_OK && (message = malloc(mlen + 1)))
+      ta_error_message(e, message, mlen + 1, NULL);
+    else mlen = 0;
+    ta_error_free(e);
+  }
+  if (!message) { message = strdup(fallback); mlen = message ? strlen(message) : 0; }
+  if (olen > 256) olen = 256;
+  if (mlen > ERR_MSG_MAX) mlen = ERR_MSG_MAX;
+  size_t len = ERR_HDR + olen + mlen;
+  char *b = calloc(1, len);
+  if (b) {
+    put32(b, (int32_t)status);
+    put32(b + 4, (int32_t)olen);
+    put64(b + 8, code);
+    put32(b + 16, (int32_t)mlen);
+    if (olen) memcpy(b + ERR_HDR, origin, olen);
+    if (mlen) memcpy(b + ERR_HDR + olen, message, mlen);
+    o->errblob = b;
+    o->errlen = len;
+  }
+  free(origin);
+  free(message);
+}
+
+/* What ta_token_finish is given to reproduce an error of (status, code):
+ * KERNEL_FAILED with `status` as its code, or CANCELLED. */
+static ta_status finish_code(int32_t status, int64_t code) {
+  if (status == TA_STATUS_CANCELLED) return TA_STATUS_CANCELLED;
+  if (status == TA_STATUS_KERNEL_FAILED) {
+    if (code > 0 && code <= (int64_t)UINT32_MAX && code != TA_STATUS_CANCELLED) return (ta_status)code;
+    return TA_STATUS_KERNEL_FAILED;
+  }
+  return status > 0 ? (ta_status)status : TA_STATUS_KERNEL_FAILED;
+}
+
+static void op_fail(op *o, const char *fmt, ...);
+
+/* Fail `o` with the error that arrived from rank `from` (blob of `len` bytes):
+ * the same message and code, not re-worded. */
+static void op_fail_propagated(op *o, const char *b, size_t len, int from) {
+  if (o->result != TA_STATUS_OK) return;
+  int32_t olen = len >= ERR_HDR ? get32(b + 4) : -1, mlen = len >= ERR_HDR ? get32(b + 16) : -1;
+  if (olen < 0 || mlen < 0 || (size_t)olen + (size_t)mlen + ERR_HDR > len) {
+    op_fail(o, "a malformed error arrived from rank %d in place of the data", from);
+    return;
+  }
+  char *m = malloc((size_t)mlen + 1);
+  if (!m) { op_fail(o, "out of memory receiving the error of rank %d", from); return; }
+  memcpy(m, b + ERR_HDR + olen, (size_t)mlen);
+  m[mlen] = 0;
+  o->errmsg = m;
+  o->result = TA_STATUS_KERNEL_FAILED;
+  o->finish_status = finish_code(get32(b), get64(b + 8));
+}
+
 /* ------------------------------------------------------------------------ */
 /* channels */
 
@@ -452,15 +565,15 @@ static void post_send(op *o, oplist *done) {
   int dest = E.fault_rank ? c->size : o->peer; /* a testing aid: a real MPI error */
   if (o->start_status != TA_STATUS_OK) {
     /* the tensor is poisoned: its error travels instead of the data */
-    const char *text = o->tmp ? (const char *)o->tmp : "the sent tensor is poisoned";
-    rc = MPI_Isend(text, (int)strlen(text) + 1, MPI_CHAR, dest,
+    if (!o->errblob) { op_fail(o, "out of memory sending the error of a poisoned tensor"); done_push(done, o); return; }
+    rc = MPI_Isend(o->errblob, (int)o->errlen, MPI_BYTE, dest,
                    internal_tag(o->tag, (int)o->dtype, 1), c->comm, &r);
   } else {
     const ta_view *v = &o->views[0];
-    if (v->conj && is_complex(v->dtype)) {
+    if (view_packed(v)) {
       o->tmp = malloc(o->count * o->esz + 1);
-      if (!o->tmp) { op_fail(o, "out of memory packing a conjugate view"); done_push(done, o); return; }
-      strided_copy(v, o->tmp, 1, 1);
+      if (!o->tmp) { op_fail(o, "out of memory packing the view"); done_push(done, o); return; }
+      strided_copy(v, o->tmp, 1, v->conj && is_complex(v->dtype));
       rc = big_contig(o->count, mpi_type(o->dtype), &o->types[0]);
       if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&o->types[0]);
       if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Type_contiguous", rc); done_push(done, o); return; }
@@ -510,9 +623,7 @@ static void post_recv(op *o, msg *m, oplist *done) {
     rc = consume(o, m, &r);
   } else if (m->poison) {
     o->poisoned_peer = 1;
-    o->tmp = malloc((size_t)m->bytes + 1);
-    if (!o->tmp) { op_fail(o, "out of memory"); done_push(done, o); return; }
-    rc = MPI_Imrecv(o->tmp, (int)m->bytes, MPI_CHAR, &m->handle, &r);
+    rc = consume(o, m, &r);
   } else if ((size_t)m->bytes != want || m->dtype != (int)o->dtype) {
     op_fail(o, "the message from rank %d (tag %d) holds %lld bytes of %s (%lld elements); "
                "the receiving tensor holds %zu elements of %s (%zu bytes)",
@@ -520,6 +631,17 @@ static void post_recv(op *o, msg *m, oplist *done) {
             (long long)(m->bytes / (MPI_Count)(dtype_size((ta_dtype)m->dtype) ? dtype_size((ta_dtype)m->dtype) : 1)),
             o->count, dtype_name((int)o->dtype), want);
     rc = consume(o, m, &r);
+  } else if (view_packed(&o->views[0])) {
+    /* into a dense buffer, unpacked on completion (complete_op) */
+    o->tmp_out = malloc(want + 1);
+    if (!o->tmp_out) {
+      op_fail(o, "out of memory for the receive buffer of a view with negative strides");
+      rc = consume(o, m, &r);
+    } else {
+      rc = big_contig(o->count, mpi_type(o->dtype), &o->types[0]);
+      if (rc == MPI_SUCCESS) { o->ntypes = 1; rc = MPI_Type_commit(&o->types[0]); }
+      if (rc == MPI_SUCCESS) rc = MPI_Imrecv(o->tmp_out, 1, o->types[0], &m->handle, &r);
+    }
   } else {
     char err[256];
     if (view_type(&o->views[0], &o->types[0], err, sizeof err) != MPI_SUCCESS) {
@@ -536,59 +658,85 @@ static void post_recv(op *o, msg *m, oplist *done) {
   if (add_req(o, r) != 0) { op_fail(o, "out of memory"); done_push(done, o); }
 }
 
-/* Collective: data in o->tmp / views, poison flag allreduce alongside. */
-static void post_coll(op *o, oplist *done) {
+/* Collectives go in two phases, one collective of the communicator at a
+ * time at the head of its channel (so every rank posts the same MPI
+ * collectives in the same order):
+ *
+ * 1. a header, MPI_Iallreduce (MPI_MIN) of 8 int64: the lowest rank whose
+ *    input is poisoned (size if none), the element count, the dtype, and
+ *    the kind, root and reduction operation (each also negated, giving the
+ *    maximum), and the longest error to send (negated);
+ * 2. then, on every rank alike: if an input is poisoned, MPI_Ibcast of that
+ *    rank's error (see make_error_blob) in place of the data; if the counts,
+ *    dtypes or kinds differ, nothing (the outputs are poisoned, saying so:
+ *    posting the data would be an MPI error, which Open MPI raises on
+ *    MPI_COMM_WORLD's handler from MPI_Testsome, or undetected garbage);
+ *    otherwise the data collective. */
+static int post_coll_header(op *o) {
   ta_mpi_comm *c = o->comm;
   c->stats.collectives++;
-  if (c->simulated) { done_push(done, o); return; }
   o->t_post = MPI_Wtime();
-  MPI_Datatype t = mpi_type(o->dtype);
   int poisoned = o->start_status != TA_STATUS_OK;
+  int64_t key = ((int64_t)o->root << 8) | ((int64_t)o->mop << 4) | (int64_t)o->kind;
+  int64_t *h = o->hdr_send;
+  h[0] = poisoned ? c->rank : c->size;
+  h[1] = (int64_t)o->count;
+  h[2] = -h[1];
+  h[3] = (int64_t)o->dtype;
+  h[4] = -h[3];
+  h[5] = key;
+  h[6] = -key;
+  h[7] = poisoned ? -(int64_t)o->errlen : 0;
+  o->phase = 1;
+  MPI_Request r;
+  int rc = MPI_Iallreduce(o->hdr_send, o->hdr_recv, 8, MPI_INT64_T, MPI_MIN, c->comm, &r);
+  if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Iallreduce", rc); return -1; }
+  if (add_req(o, r) != 0) { op_fail(o, "out of memory"); return -1; }
+  return 0;
+}
+
+/* Phase 2, data: o->tmp / views. */
+static void post_coll_data(op *o) {
+  ta_mpi_comm *c = o->comm;
+  MPI_Datatype t = mpi_type(o->dtype);
   size_t n = o->count, esz = o->esz;
   /* input and output buffers, dense */
   const ta_view *in = NULL, *out = NULL;
   void *inbuf = NULL, *outbuf = NULL;
   int nv = o->nviews;
-  if (!poisoned) {
-    if (o->kind == K_BCAST) {
-      in = out = &o->views[0];
-    } else if (o->in_place) {
-      in = out = &o->views[0];
-    } else {
-      in = &o->views[0];
-      out = nv > 1 ? &o->views[1] : NULL;
-    }
+  if (o->kind == K_BCAST || o->in_place) {
+    in = out = &o->views[0];
+  } else {
+    in = &o->views[0];
+    out = nv > 1 ? &o->views[1] : NULL;
   }
   size_t in_bytes = n * esz;
   size_t out_bytes = (o->kind == K_ALLGATHER ? o->out_count : n) * esz;
   int need_out = o->kind == K_ALLGATHER || o->kind == K_ALLREDUCE || o->kind == K_BCAST ||
                  (o->kind == K_REDUCE && o->is_root);
   /* input */
-  if (!poisoned && view_dense(in) && !(in->conj && is_complex(in->dtype))) {
+  if (view_dense(in) && !(in->conj && is_complex(in->dtype))) {
     inbuf = in->data;
   } else {
     o->tmp = calloc(1, in_bytes ? in_bytes : 1);
-    if (!o->tmp) { op_fail(o, "out of memory"); done_push(done, o); return; }
-    if (!poisoned) strided_copy(in, o->tmp, 1, in->conj && is_complex(in->dtype));
+    if (!o->tmp) { op_fail(o, "out of memory"); return; }
+    strided_copy(in, o->tmp, 1, in->conj && is_complex(in->dtype));
     inbuf = o->tmp;
   }
   if (need_out) {
-    if (!poisoned && out && view_dense(out) && !(o->kind == K_BCAST && inbuf != out->data)) {
+    if (out && view_dense(out) && !(o->kind == K_BCAST && inbuf != out->data)) {
       outbuf = out->data;
     } else if (o->kind == K_BCAST || (o->in_place && inbuf == o->tmp)) {
       outbuf = inbuf;
-      if (!poisoned && out) o->tmp_out = outbuf; /* unpack from the packed buffer */
+      if (out) o->tmp_out = outbuf; /* unpack from the packed buffer */
     } else {
       o->tmp_out = calloc(1, out_bytes ? out_bytes : 1);
-      if (!o->tmp_out) { op_fail(o, "out of memory"); done_push(done, o); return; }
+      if (!o->tmp_out) { op_fail(o, "out of memory"); return; }
       outbuf = o->tmp_out;
     }
   }
-  o->flag_send = poisoned ? c->rank + 1 : 0;
   MPI_Request r;
-  int rc = MPI_Iallreduce(&o->flag_send, &o->flag_recv, 1, MPI_INT, MPI_MAX, c->comm, &r);
-  if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Iallreduce", rc); done_push(done, o); return; }
-  add_req(o, r);
+  int rc = MPI_SUCCESS;
   const char *call = "";
   for (size_t off = 0; off < n || (n == 0 && off == 0); off += CHUNK) {
     int k = (int)(n - off < CHUNK ? n - off : CHUNK);
@@ -621,14 +769,51 @@ static void post_coll(op *o, oplist *done) {
       break;
     }
     if (rc != MPI_SUCCESS) break;
-    add_req(o, r);
+    if (add_req(o, r) != 0) { op_fail(o, "out of memory"); return; }
     if (n == 0) break;
   }
-  if (rc != MPI_SUCCESS) {
-    op_mpi_fail(o, call, rc);
-    /* requests already posted must still complete before finishing */
-    if (o->nreqs_left == 0) done_push(done, o);
+  if (rc != MPI_SUCCESS) op_mpi_fail(o, call, rc);
+}
+
+/* The header of collective `o` completed: post phase 2 (or nothing). */
+static void post_coll_phase2(op *o) {
+  ta_mpi_comm *c = o->comm;
+  o->phase = 2;
+  if (o->result != TA_STATUS_OK) return; /* the header failed */
+  const int64_t *h = o->hdr_recv;
+  if (h[0] < c->size) {
+    /* rank h[0]'s input is poisoned: its error in place of the data */
+    int from = (int)h[0];
+    size_t len = (size_t)-h[7];
+    if (len < ERR_HDR || len > ERR_HDR + 256 + ERR_MSG_MAX) len = ERR_HDR; /* cannot be: ours are so */
+    char *b = calloc(1, len);
+    if (!b) { op_fail(o, "out of memory receiving the error of rank %d", from); return; }
+    if (c->rank == from && o->errblob) memcpy(b, o->errblob, o->errlen < len ? o->errlen : len);
+    free(o->tmp);
+    o->tmp = b;
+    o->coll_poison = 1;
+    MPI_Request r;
+    int rc = MPI_Ibcast(b, (int)len, MPI_BYTE, from, c->comm, &r);
+    if (rc != MPI_SUCCESS) { op_mpi_fail(o, "MPI_Ibcast", rc); return; }
+    if (add_req(o, r) != 0) op_fail(o, "out of memory");
+    return;
   }
+  if (h[1] != -h[2]) {
+    op_fail(o, "the ranks' tensors differ in size: from %lld to %lld elements (every rank must pass "
+               "the same number of elements)", (long long)h[1], (long long)-h[2]);
+    return;
+  }
+  if (h[3] != -h[4]) {
+    op_fail(o, "the ranks' tensors differ in dtype: %s and %s (every rank must pass the same dtype)",
+            dtype_name((int)h[3]), dtype_name((int)-h[4]));
+    return;
+  }
+  if (h[5] != -h[6]) {
+    op_fail(o, "the ranks called different collectives, or with different roots or reduction "
+               "operations, in this position of the communicator's collectives");
+    return;
+  }
+  post_coll_data(o);
 }
 
 /* Complete an operation whose requests have all completed. */
@@ -639,12 +824,16 @@ static void complete_op(op *o) {
     c->stats.message_seconds += t1 - o->t_post;
     trace_add(c, o->t_post, t1);
   }
-  if (o->kind == K_RECV && o->poisoned_peer && o->result == TA_STATUS_OK) {
-    op_fail(o, "the tensor sent by rank %d (tag %d) is poisoned: %s", o->peer, o->tag, (char *)o->tmp);
+  if (o->kind == K_RECV && o->result == TA_STATUS_OK) {
+    if (o->poisoned_peer)
+      op_fail_propagated(o, (const char *)o->tmp, o->m ? (size_t)o->m->bytes : 0, o->peer);
+    else if (o->tmp_out)
+      strided_copy(&o->views[0], o->tmp_out, 0, o->views[0].conj && is_complex(o->views[0].dtype));
   }
   if (o->kind >= K_BCAST && o->result == TA_STATUS_OK) {
-    if (o->flag_recv > 0 && o->start_status == TA_STATUS_OK) {
-      op_fail(o, "the input on rank %d is poisoned", o->flag_recv - 1);
+    if (o->coll_poison) {
+      if (o->start_status == TA_STATUS_OK)
+        op_fail_propagated(o, (const char *)o->tmp, (size_t)-o->hdr_recv[7], (int)o->hdr_recv[0]);
     } else if (o->start_status == TA_STATUS_OK && o->tmp_out) {
       const ta_view *out = (o->kind == K_BCAST || o->in_place || o->nviews == 1) ? &o->views[0] : &o->views[1];
       int need = o->kind != K_REDUCE || o->is_root;
@@ -680,10 +869,25 @@ static void chan_advance(chan *ch, oplist *done) {
       if (ch->head && ch->head->started) E.recv_waiting++;
       continue;
     }
+    if (ch->cls == C_COLL) {
+      if (c->simulated) {
+        chan_pop(ch);
+        o->posted = 1;
+        c->stats.collectives++;
+        done_push(done, o);
+        continue;
+      }
+      if (o->phase != 0) break; /* its header is in flight: the next one waits */
+      if (post_coll_header(o) == 0) break;
+      /* the header could not be posted: the operation failed */
+      chan_pop(ch);
+      o->posted = 1;
+      if (o->nreqs_left == 0) done_push(done, o);
+      continue;
+    }
     chan_pop(ch);
     o->posted = 1;
-    if (ch->cls == C_SEND) post_send(o, done);
-    else post_coll(o, done);
+    post_send(o, done);
   }
   if (c && !ch->head && !ch->mhead) chan_drop_if_empty(c, ch);
 }
@@ -721,16 +925,9 @@ static int engine_step(void) {
         }
       }
     }
-    if (o->start_status != TA_STATUS_OK && o->kind == K_SEND) {
+    if (o->start_status != TA_STATUS_OK && o->kind != K_RECV && !o->comm->simulated) {
       /* the error to send in place of the data */
-      ta_error *e = NULL;
-      char text[400];
-      snprintf(text, sizeof text, "the sent tensor is poisoned");
-      if (o->started_ev && ta_event_error(o->started_ev, &e) == TA_STATUS_OK && e) {
-        ta_error_message(e, text, sizeof text, NULL);
-        ta_error_free(e);
-      }
-      o->tmp = strdup(text);
+      make_error_blob(o, o->kind == K_SEND ? "the sent tensor is poisoned" : "the input is poisoned");
     }
     if (o->ch->head == o && o->kind == K_RECV && !o->comm->simulated) E.recv_waiting++;
     chan_advance(o->ch, &done);
@@ -747,8 +944,23 @@ static int engine_mpi(oplist *done);
 static ta_mpi_comm **comms;
 static size_t ncomms, comms_cap;
 
+/* The last request of `o` completed. A collective whose header completed
+ * goes to `hdrs`, linked through `inext` (`next` links its channel), and
+ * its phase 2 is posted after the requests are compacted. */
+static void op_requests_done(op *o, oplist *done, oplist *hdrs) {
+  if (o->kind >= K_BCAST && o->phase == 1) {
+    o->inext = NULL;
+    if (hdrs->tail) hdrs->tail->inext = o; else hdrs->head = o;
+    hdrs->tail = o;
+    return;
+  }
+  complete_op(o);
+  done_push(done, o);
+}
+
 static int engine_mpi(oplist *done) {
   int progressed = 0;
+  oplist hdrs = {NULL, NULL};
   if (E.recv_waiting > 0) {
     for (size_t i = 0; i < ncomms; i++) {
       ta_mpi_comm *c = comms[i];
@@ -783,10 +995,7 @@ static int engine_mpi(oplist *done) {
       int err = rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : MPI_SUCCESS;
       if (err != MPI_SUCCESS) op_mpi_fail(o, o->kind == K_SEND ? "MPI_Isend" : o->kind == K_RECV ? "MPI_Imrecv" : "the collective", err);
       E.req_op[idx[i]] = NULL;
-      if (--o->nreqs_left == 0) {
-        complete_op(o);
-        done_push(done, o);
-      }
+      if (--o->nreqs_left == 0) op_requests_done(o, done, &hdrs);
       progressed = 1;
     }
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
@@ -796,7 +1005,7 @@ static int engine_mpi(oplist *done) {
         if (!o) continue;
         op_mpi_fail(o, "MPI_Testsome", rc);
         E.req_op[i] = NULL;
-        if (--o->nreqs_left == 0) done_push(done, o);
+        if (--o->nreqs_left == 0) op_requests_done(o, done, &hdrs);
       }
     }
     /* compact */
@@ -807,6 +1016,21 @@ static int engine_mpi(oplist *done) {
     free(idx);
     free(st);
   }
+  /* collectives whose header completed: phase 2, then the next collective */
+  for (op *o = hdrs.head; o;) {
+    op *nx = o->inext;
+    chan *ch = o->ch;
+    post_coll_phase2(o);
+    chan_pop(ch); /* o is its head */
+    o->posted = 1;
+    if (o->nreqs_left == 0) {
+      complete_op(o);
+      done_push(done, o);
+    }
+    if (ch->head) chan_advance(ch, done); /* drops the channel if it empties */
+    else chan_drop_if_empty(o->comm, ch);
+    o = nx;
+  }
   return progressed;
 }
 
@@ -815,6 +1039,8 @@ static void op_free(op *o) {
   for (int i = 0; i < 2; i++) { free(o->ext[i]); free(o->str[i]); }
   if (o->tmp_out != o->tmp) free(o->tmp_out);
   free(o->tmp);
+  free(o->errblob);
+  free(o->errmsg);
   free(o->m);
   free(o);
 }
@@ -823,7 +1049,8 @@ static void finish_ops(oplist *done) {
   for (op *o = done->head; o;) {
     op *nx = o->next;
     ta_status st = o->result;
-    ta_token_finish(o->token, st, st == TA_STATUS_OK ? NULL : o->errbuf);
+    if (st != TA_STATUS_OK && o->finish_status != TA_STATUS_OK) st = o->finish_status;
+    ta_token_finish(o->token, st, st == TA_STATUS_OK ? NULL : o->errmsg ? o->errmsg : o->errbuf);
     if (o->started_ev) ta_event_free(o->started_ev);
     pthread_mutex_lock(&E.mu);
     o->comm->pending--;
@@ -858,7 +1085,7 @@ static void *progress_main(void *arg) {
   for (;;) {
     int p = full_step();
     pthread_mutex_lock(&E.mu);
-    if (E.stop && E.pending == 0) { pthread_mutex_unlock(&E.mu); break; }
+    if (E.stop == 2 || (E.stop && E.pending == 0)) { pthread_mutex_unlock(&E.mu); break; }
     int busy = E.nreq > 0 || E.recv_waiting > 0;
     if (!E.inbox_head && !p) {
       if (!busy) {
@@ -896,12 +1123,33 @@ static void on_started(ta_status status, void *userdata) {
 /* ------------------------------------------------------------------------ */
 /* public: init, progress */
 
+/* Stop the progress thread (E.mu held; released and taken again while
+ * joining). `how`: 1 once every operation finished, 2 after its current step. */
+static void stop_thread(int how) {
+  if (!E.thread_running) return;
+  E.stop = how;
+  pthread_cond_broadcast(&E.cv);
+  pthread_t th = E.thread;
+  pthread_mutex_unlock(&E.mu);
+  pthread_join(th, NULL);
+  pthread_mutex_lock(&E.mu);
+  E.thread_running = 0;
+  E.stop = 0;
+}
+
+static int start_thread(void) {
+  E.stop = 0;
+  if (pthread_create(&E.thread, NULL, progress_main, NULL) != 0) return -1;
+  E.thread_running = 1;
+  return 0;
+}
+
 ta_status ta_mpi_init(uint32_t flags) {
   int init = 0, fin = 0, level = 0;
   pthread_mutex_lock(&E.mu);
   if (E.initialised) { pthread_mutex_unlock(&E.mu); return TA_STATUS_OK; }
   MPI_Initialized(&init);
-  MPI_Finalized(&fin);
+  if (init) MPI_Finalized(&fin);
   if (!init || fin) { pthread_mutex_unlock(&E.mu); return fail(TA_STATUS_UNSUPPORTED, "ta_mpi_init: MPI is not initialised"); }
   MPI_Query_thread(&level);
   if (level == MPI_THREAD_SINGLE) {
@@ -917,11 +1165,24 @@ ta_status ta_mpi_init(uint32_t flags) {
   int flag = 0, *ub = NULL;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   E.tag_ub = (flag && ub) ? *ub : 32767;
-  E.manual = (flags & TA_MPI_MANUAL_PROGRESS) != 0;
   const char *fault = getenv("TA_MPI_TEST_INVALID_RANK");
   E.fault_rank = fault && *fault && strcmp(fault, "0") != 0;
-  E.stop = 0;
-  if (!E.manual && pthread_create(&E.thread, NULL, progress_main, NULL) != 0) {
+  int manual = (flags & TA_MPI_MANUAL_PROGRESS) != 0;
+  if (manual && E.thread_running && pthread_equal(pthread_self(), E.thread)) {
+    E.tag_ub = 0;
+    E.fault_rank = 0;
+    pthread_mutex_unlock(&E.mu);
+    return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_init: called from the library's progress thread "
+                                            "(a completion callback), which manual progress stops");
+  }
+  /* a progress thread started for simulated communicators: with manual
+   * progress, no library thread may call MPI, so it stops here (their
+   * operations then progress through ta_mpi_progress, too) */
+  if (manual) stop_thread(2);
+  E.manual = manual;
+  if (!manual && !E.thread_running && start_thread() != 0) {
+    E.tag_ub = 0;
+    E.fault_rank = 0;
     pthread_mutex_unlock(&E.mu);
     return fail(TA_STATUS_INTERNAL, "ta_mpi_init: cannot start the progress thread");
   }
@@ -931,7 +1192,8 @@ ta_status ta_mpi_init(uint32_t flags) {
 }
 
 ta_status ta_mpi_progress(size_t *pending_out) {
-  if (!E.initialised) return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_progress: ta_mpi_init was not called");
+  if (!E.initialised && !E.thread_running)
+    return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_progress: ta_mpi_init was not called");
   if (E.manual) full_step();
   if (pending_out) {
     pthread_mutex_lock(&E.mu);
@@ -972,18 +1234,19 @@ static void drain(ta_mpi_comm *c) {
 }
 
 ta_status ta_mpi_finalize(void) {
-  if (!E.initialised) return TA_STATUS_OK;
+  if (!E.initialised && !E.thread_running) return TA_STATUS_OK;
   drain(NULL);
   while (ncomms) ta_mpi_comm_free(comms[ncomms - 1]);
   pthread_mutex_lock(&E.mu);
-  E.stop = 1;
-  pthread_cond_broadcast(&E.cv);
-  pthread_mutex_unlock(&E.mu);
-  if (!E.manual) pthread_join(E.thread, NULL);
+  stop_thread(1);
   free(E.reqs); free(E.req_op);
   E.reqs = NULL; E.req_op = NULL; E.nreq = E.req_cap = 0;
   free(comms); comms = NULL; comms_cap = 0;
   E.initialised = 0;
+  E.manual = 0;
+  E.tag_ub = 0;
+  E.fault_rank = 0;
+  pthread_mutex_unlock(&E.mu);
   return TA_STATUS_OK;
 }
 
@@ -1036,16 +1299,15 @@ ta_status ta_mpi_comm_new_simulated(int size, int rank, ta_mpi_comm **comm_out) 
   if (size < 1 || rank < 0 || rank >= size)
     return fail(TA_STATUS_INVALID_ARGUMENT, "ta_mpi_comm_new_simulated: rank %d is not in [0, %d)", rank, size);
   pthread_mutex_lock(&E.mu);
-  if (!E.initialised) {
-    /* without MPI: the progress thread makes no MPI call for simulated ranks */
+  if (!E.initialised && !E.thread_running) {
+    /* without ta_mpi_init: a progress thread that makes no MPI call (there
+     * are only simulated communicators until ta_mpi_init, which checks MPI
+     * and takes this thread over, or stops it for manual progress) */
     E.manual = 0;
-    E.stop = 0;
-    E.tag_ub = 0x7fffffff;
-    if (pthread_create(&E.thread, NULL, progress_main, NULL) != 0) {
+    if (start_thread() != 0) {
       pthread_mutex_unlock(&E.mu);
       return fail(TA_STATUS_INTERNAL, "ta_mpi_comm_new_simulated: cannot start the progress thread");
     }
-    E.initialised = 1;
   }
   pthread_mutex_unlock(&E.mu);
   ta_mpi_comm *c = calloc(1, sizeof *c);
@@ -1185,7 +1447,8 @@ static op *op_new(enum kind k, ta_mpi_comm *c) {
 static ta_status check_comm(const ta_mpi_comm *c, const char *who) {
   ta_status st = comm_valid(c, who);
   if (st) return st;
-  if (!E.initialised) return fail(TA_STATUS_INVALID_ARGUMENT, "%s: ta_mpi_init was not called", who);
+  if (!E.initialised && !(c->simulated && E.thread_running))
+    return fail(TA_STATUS_INVALID_ARGUMENT, "%s: ta_mpi_init was not called", who);
   return TA_STATUS_OK;
 }
 
@@ -1231,6 +1494,27 @@ static int unconstructed(const ta_tensor *t) {
   return ta_tensor_rank(t, &r) == TA_STATUS_UNCONSTRUCTED;
 }
 
+/* Before constructing the unconstructed `out` (a fill enrolled at once):
+ * the checks the submission would otherwise fail after it, so that a
+ * refused call enrolls nothing (host tensors, a writable output). */
+static ta_status check_before_construct(const char *who, const ta_tensor *out, const ta_tensor *in) {
+  const ta_tensor *ts[2] = {out, in};
+  for (int i = 0; i < 2; i++) {
+    if (!ts[i]) continue;
+    ta_domain d = TA_DOMAIN_HOST;
+    ta_status st = ta_tensor_domain(ts[i], &d);
+    if (st != TA_STATUS_OK) return st;
+    if (d != TA_DOMAIN_HOST)
+      return fail(TA_STATUS_DOMAIN_MISMATCH, "%s: MPI operations take host tensors; the %s lives on device %d",
+                  who, i == 0 ? "output" : "input", (int)d);
+  }
+  int32_t ro = 0;
+  ta_status st = ta_tensor_is_read_only(out, &ro);
+  if (st != TA_STATUS_OK) return st;
+  if (ro) return fail(TA_STATUS_READ_ONLY, "%s: the output is read-only", who);
+  return TA_STATUS_OK;
+}
+
 ta_status ta_mpi_recv(const ta_tensor *t, int src, int tag, size_t rank, const size_t *extents,
                       const ta_mpi_comm *comm, const ta_submit *opts, ta_event **event_out,
                       ta_error **error) {
@@ -1240,6 +1524,8 @@ ta_status ta_mpi_recv(const ta_tensor *t, int src, int tag, size_t rank, const s
   if ((st = check_peer(comm, src, tag, "ta_mpi_recv", "src"))) return st;
   if (unconstructed(t)) {
     if (rank > 0 && !extents) return fail(TA_STATUS_NULL_POINTER, "ta_mpi_recv: `extents` is NULL");
+    if (rank > MAXRANK) return fail(TA_STATUS_UNSUPPORTED, "ta_mpi_recv: rank above %d", MAXRANK);
+    if ((st = check_before_construct("ta_mpi_recv", t, NULL))) return st;
     if ((st = construct(t, rank, extents, opts, error))) return st;
   }
   ta_dtype dt;
@@ -1295,11 +1581,16 @@ static ta_status reduce_common(enum kind k, const ta_tensor *out, const ta_tenso
     else acc[0] = (ta_access){in, TA_MODE_READ};
     nacc = 1;
   } else {
-    if (unconstructed(out) && (st = construct(out, r, ext, opts, error))) return st;
+    /* every check before the construction of an unconstructed output */
     ta_dtype odt;
+    if ((st = ta_tensor_dtype(out, &odt))) return st;
+    if (odt != dt) return fail(TA_STATUS_DTYPE_MISMATCH, "%s: output is %s, input %s", who, dtype_name((int)odt), dtype_name((int)dt));
+    if (unconstructed(out)) {
+      if ((st = check_before_construct(who, out, in))) return st;
+      if ((st = construct(out, r, ext, opts, error))) return st;
+    }
     size_t on, orr, oext[MAXRANK];
     if ((st = tensor_shape(out, &odt, &on, &orr, oext, MAXRANK))) return st;
-    if (odt != dt) return fail(TA_STATUS_DTYPE_MISMATCH, "%s: output is %s, input %s", who, dtype_name((int)odt), dtype_name((int)dt));
     if (on != n) return fail(TA_STATUS_SHAPE_MISMATCH, "%s: output has %zu elements, input %zu", who, on, n);
     acc[0] = (ta_access){in, TA_MODE_READ};
     acc[1] = (ta_access){out, TA_MODE_WRITE};
@@ -1333,17 +1624,20 @@ ta_status ta_mpi_allgather(const ta_tensor *out, const ta_tensor *in, const ta_m
   ta_dtype dt;
   size_t n, r, ext[MAXRANK];
   if ((st = tensor_shape(in, &dt, &n, &r, ext, MAXRANK))) return st;
+  /* every check before the construction of an unconstructed output */
+  ta_dtype odt;
+  if ((st = ta_tensor_dtype(out, &odt))) return st;
+  if (odt != dt) return fail(TA_STATUS_DTYPE_MISMATCH, "ta_mpi_allgather: output is %s, input %s", dtype_name((int)odt), dtype_name((int)dt));
   if (unconstructed(out)) {
-    if (r + 1 > MAXRANK) return fail(TA_STATUS_UNSUPPORTED, "rank above %d", MAXRANK);
+    if (r + 1 > MAXRANK) return fail(TA_STATUS_UNSUPPORTED, "ta_mpi_allgather: rank above %d", MAXRANK);
+    if ((st = check_before_construct("ta_mpi_allgather", out, in))) return st;
     size_t oe[MAXRANK];
     oe[0] = (size_t)comm->size;
     memcpy(oe + 1, ext, r * sizeof *ext);
     if ((st = construct(out, r + 1, oe, opts, error))) return st;
   }
-  ta_dtype odt;
   size_t on, orr, oext[MAXRANK];
   if ((st = tensor_shape(out, &odt, &on, &orr, oext, MAXRANK))) return st;
-  if (odt != dt) return fail(TA_STATUS_DTYPE_MISMATCH, "ta_mpi_allgather: output is %s, input %s", dtype_name((int)odt), dtype_name((int)dt));
   if (on != n * (size_t)comm->size)
     return fail(TA_STATUS_SHAPE_MISMATCH, "ta_mpi_allgather: output has %zu elements, not %d x %zu", on, comm->size, n);
   op *o = op_new(K_ALLGATHER, (ta_mpi_comm *)comm);

@@ -240,6 +240,29 @@ static ta_status fail_kernel(const ta_view *v, size_t n, void *ud, ta_kernel_ctx
   return TA_STATUS_KERNEL_FAILED;
 }
 
+static ta_status fail_kernel_77(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) {
+  (void)v; (void)n; (void)ud;
+  ta_kernel_set_error(ctx, "valve stuck");
+  return 77;
+}
+
+/* The status, code, origin and message of the error `t` is poisoned with. */
+static ta_status error_of(const ta_tensor *t, int64_t *code, char *origin, size_t ocap, char *msg, size_t mcap) {
+  ta_error *e = NULL;
+  ta_status st = ta_tensor_wait(t, TA_WAIT_FOREVER, &e);
+  ta_status est = TA_STATUS_OK;
+  *code = 0; origin[0] = 0; msg[0] = 0;
+  if (e) {
+    OK(ta_error_status(e, &est));
+    OK(ta_error_code(e, code));
+    OK(ta_error_origin(e, origin, ocap, NULL));
+    OK(ta_error_message(e, msg, mcap, NULL));
+    ta_error_free(e);
+    CHECK(est == st);
+  }
+  return st;
+}
+
 /* A poisoned input on rank 1 poisons every rank's output. */
 static void poisoned(ta_mpi_comm *c) {
   if (g_size < 2) return;
@@ -252,17 +275,121 @@ static void poisoned(ta_mpi_comm *c) {
     OK(ta_kernel_submit(fail_kernel, NULL, "sensor", &acc, 1, NULL, NULL, NULL));
   }
   OK(ta_mpi_allreduce(y, x, TA_MPI_SUM, c, NULL, NULL, NULL));
-  char msg[1024];
-  CHECK(state_of(y, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
-  if (g_rank == 1) CHECK(strstr(msg, "sensor overheated") != NULL);
-  else CHECK(strstr(msg, "ta_mpi_allreduce: the input on rank 1 is poisoned") != NULL);
+  /* every rank's output has rank 1's error, not re-worded: its message and
+   * code (the origin is the collective: the C ABI cannot set another) */
+  char msg[1024], origin[64];
+  int64_t code;
+  CHECK(error_of(y, &code, origin, sizeof origin, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
+  CHECK(strcmp(msg, "sensor overheated") == 0);
+  CHECK(code == TA_STATUS_KERNEL_FAILED);
+  CHECK(strcmp(origin, g_rank == 1 ? "sensor" : "ta_mpi_allreduce") == 0);
   /* the communicator still works afterwards */
   OK(ta_fill(x, (ta_scalar){2, 0}, NULL, NULL, NULL));
   OK(ta_mpi_allreduce(y, x, TA_MPI_SUM, c, NULL, NULL, NULL));
   double got[3];
   read_f64(y, got, 3);
   for (int i = 0; i < 3; i++) CHECK(got[i] == 2 * g_size);
-  ta_tensor_free(x); ta_tensor_free(y);
+  /* a poisoned root's bcast: the others get its error (a kernel's own code) */
+  if (g_rank == 1) {
+    ta_access acc = {x, TA_MODE_UPDATE};
+    OK(ta_kernel_submit(fail_kernel_77, NULL, "valve", &acc, 1, NULL, NULL, NULL));
+  }
+  OK(ta_mpi_bcast(x, 1, c, NULL, NULL, NULL));
+  CHECK(error_of(x, &code, origin, sizeof origin, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
+  CHECK(strcmp(msg, "valve stuck") == 0);
+  CHECK(code == 77);
+  CHECK(strcmp(origin, g_rank == 1 ? "valve" : "ta_mpi_bcast") == 0);
+  /* a reduce to rank 0 where every rank's input is now poisoned: rank 0 has
+   * its own error, the lowest poisoned rank's */
+  ta_tensor *r;
+  OK(ta_tensor_new(TA_DTYPE_F64, TA_DOMAIN_HOST, &r, NULL));
+  OK(ta_mpi_reduce(g_rank == 0 ? r : NULL, x, TA_MPI_SUM, 0, c, NULL, NULL, NULL));
+  if (g_rank == 0) {
+    CHECK(error_of(r, &code, origin, sizeof origin, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
+    CHECK(strcmp(msg, "valve stuck") == 0 && code == 77);
+  }
+  /* and then data again */
+  OK(ta_fill(x, (ta_scalar){g_rank, 0}, NULL, NULL, NULL));
+  OK(ta_mpi_bcast(x, 1, c, NULL, NULL, NULL));
+  read_f64(x, got, 3);
+  for (int i = 0; i < 3; i++) CHECK(got[i] == 1);
+  ta_tensor_free(x); ta_tensor_free(y); ta_tensor_free(r);
+}
+
+/* Collectives whose ranks pass different counts or dtypes (a program's
+ * error that MPI reports fatally or not at all): every rank's outputs are
+ * poisoned, saying so, and the communicator goes on working. */
+static void rank_mismatch(ta_mpi_comm *c) {
+  if (g_size < 2) return;
+  size_t n = g_rank == 1 ? 6 : 4;
+  char msg[1024];
+  ta_tensor *x, *y, *g, *r;
+  OK(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &n, TA_ORDER_ROW_MAJOR, &x, NULL));
+  OK(ta_fill(x, (ta_scalar){1, 0}, NULL, NULL, NULL));
+  OK(ta_tensor_new(TA_DTYPE_F64, TA_DOMAIN_HOST, &y, NULL));
+  OK(ta_tensor_new(TA_DTYPE_F64, TA_DOMAIN_HOST, &g, NULL));
+  OK(ta_tensor_new(TA_DTYPE_F64, TA_DOMAIN_HOST, &r, NULL));
+  static const char *const want[4] = {"ta_mpi_bcast: ", "ta_mpi_allreduce: ", "ta_mpi_allgather: ", "ta_mpi_reduce: "};
+  for (int k = 0; k < 4; k++) {
+    ta_event *ev;
+    const ta_tensor *out = k == 0 ? x : k == 1 ? y : k == 2 ? g : r;
+    if (k == 0) OK(ta_mpi_bcast(x, 0, c, NULL, &ev, NULL));
+    else if (k == 1) OK(ta_mpi_allreduce(y, x, TA_MPI_SUM, c, NULL, &ev, NULL));
+    else if (k == 2) OK(ta_mpi_allgather(g, x, c, NULL, &ev, NULL));
+    else OK(ta_mpi_reduce(g_rank == 0 ? r : NULL, x, TA_MPI_SUM, 0, c, NULL, &ev, NULL));
+    CHECK(ta_event_wait(ev, TA_WAIT_FOREVER) == TA_STATUS_KERNEL_FAILED);
+    ta_event_free(ev);
+    /* the outputs: not the bcast root's tensor (read), not a non-root's reduce (none) */
+    if ((k == 0 && g_rank != 0) || k == 1 || k == 2 || (k == 3 && g_rank == 0)) {
+      CHECK(state_of(out, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
+      CHECK(strstr(msg, want[k]) == msg);
+      CHECK(strstr(msg, "the ranks' tensors differ in size: from 4 to 6 elements") != NULL);
+    }
+    if (k == 0) OK(ta_fill(x, (ta_scalar){1, 0}, NULL, NULL, NULL)); /* clean again */
+  }
+  /* dtypes */
+  size_t four = 4;
+  ta_tensor *d;
+  OK(ta_tensor_new_zeros(g_rank == 1 ? TA_DTYPE_I64 : TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &four,
+                         TA_ORDER_ROW_MAJOR, &d, NULL));
+  OK(ta_mpi_allreduce(NULL, d, TA_MPI_SUM, c, NULL, NULL, NULL));
+  CHECK(state_of(d, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
+  CHECK(strstr(msg, "ta_mpi_allreduce: the ranks' tensors differ in dtype: f64 and i64") == msg);
+  /* different roots */
+  ta_tensor *b;
+  OK(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &four, TA_ORDER_ROW_MAJOR, &b, NULL));
+  ta_event *ev;
+  OK(ta_mpi_bcast(b, g_rank == 0 ? 0 : 1, c, NULL, &ev, NULL));
+  CHECK(ta_event_wait(ev, TA_WAIT_FOREVER) == TA_STATUS_KERNEL_FAILED);
+  ta_event_free(ev);
+  CHECK(state_of(b, msg, sizeof msg) == (g_rank <= 1 ? TA_STATUS_OK : TA_STATUS_KERNEL_FAILED)); /* roots read */
+  if (g_rank > 1) CHECK(strstr(msg, "the ranks called different collectives") != NULL);
+  /* the communicator still works */
+  OK(ta_fill(b, (ta_scalar){g_rank + 1, 0}, NULL, NULL, NULL));
+  OK(ta_mpi_allreduce(NULL, b, TA_MPI_SUM, c, NULL, NULL, NULL));
+  double got[4];
+  read_f64(b, got, 4);
+  for (int i = 0; i < 4; i++) CHECK(got[i] == g_size * (g_size + 1) / 2.0);
+  ta_tensor_free(x); ta_tensor_free(y); ta_tensor_free(g); ta_tensor_free(r); ta_tensor_free(d); ta_tensor_free(b);
+}
+
+/* A call refused at submission enrolls nothing: its unconstructed output
+ * stays unconstructed. */
+static void refused(ta_mpi_comm *c) {
+  size_t n = 3, rk;
+  ta_tensor *in, *out;
+  OK(ta_tensor_new_zeros(TA_DTYPE_F64, TA_DOMAIN_HOST, 1, &n, TA_ORDER_ROW_MAJOR, &in, NULL));
+  OK(ta_tensor_new(TA_DTYPE_F32, TA_DOMAIN_HOST, &out, NULL));
+  CHECK(ta_mpi_allreduce(out, in, TA_MPI_SUM, c, NULL, NULL, NULL) == TA_STATUS_DTYPE_MISMATCH);
+  CHECK(strcmp(ta_mpi_last_message(), "ta_mpi_allreduce: output is f32, input f64") == 0);
+  CHECK(ta_tensor_rank(out, &rk) == TA_STATUS_UNCONSTRUCTED);
+  CHECK(ta_mpi_allgather(out, in, c, NULL, NULL, NULL) == TA_STATUS_DTYPE_MISMATCH);
+  CHECK(strcmp(ta_mpi_last_message(), "ta_mpi_allgather: output is f32, input f64") == 0);
+  CHECK(ta_tensor_rank(out, &rk) == TA_STATUS_UNCONSTRUCTED);
+  CHECK(ta_mpi_reduce(out, in, TA_MPI_SUM, g_rank, c, NULL, NULL, NULL) == TA_STATUS_DTYPE_MISMATCH);
+  CHECK(strcmp(ta_mpi_last_message(), "ta_mpi_reduce: output is f32, input f64") == 0);
+  CHECK(ta_tensor_rank(out, &rk) == TA_STATUS_UNCONSTRUCTED);
+  ta_tensor_free(in); ta_tensor_free(out);
 }
 
 int main(int argc, char **argv) {
@@ -272,6 +399,8 @@ int main(int argc, char **argv) {
   bcast_gather(c);
   ordering(c);
   poisoned(c);
+  rank_mismatch(c);
+  refused(c);
   OK(ta_mpi_comm_free(c));
   test_done("test_coll");
   return 0;
