@@ -1099,6 +1099,23 @@ ta_status ta_error_origin(const struct ta_error *error, char *buf, size_t cap, s
 ta_status ta_error_same(const struct ta_error *a, const struct ta_error *b, int32_t *same_out);
 
 /**
+ * A new error object, for an error made elsewhere (in another process,
+ * another library) that should travel on as it is: `ta_token_finish_error`
+ * poisons a token's outputs with it. `status` is the status of a failed
+ * operation (`TA_STATUS_INVALID_ARGUMENT` for `TA_STATUS_OK`,
+ * `TA_STATUS_PENDING`, a handle or pointer status, or an unknown value);
+ * `code` its code; `origin` and `message` (NUL-terminated, copied; NULL
+ * for empty) name where it started and what happened, and
+ * `ta_error_origin` and `ta_error_message` give them back unchanged. Free
+ * it with `ta_error_free`.
+ */
+ta_status ta_error_new(ta_status status,
+                       int64_t code,
+                       const char *origin,
+                       const char *message,
+                       struct ta_error **error_out);
+
+/**
  * Free an error object. NULL is a no-op.
  */
 ta_status ta_error_free(struct ta_error *error);
@@ -1913,6 +1930,17 @@ ta_status ta_token_views(const struct ta_token *token,
  * then: this returns `TA_STATUS_ALREADY_FINISHED` and frees the handle.
  */
 ta_status ta_token_finish(struct ta_token *token, ta_status status, const char *message);
+
+/**
+ * Complete a token's operation as failed with `error` itself, and free the
+ * token handle: its outputs are poisoned with that error object (status,
+ * code, origin and message as they are; `ta_error_same` holds between it
+ * and what later readers of the outputs get), as when an error from
+ * another process (`ta_error_new`) travels on. `error` stays the caller's.
+ * Otherwise as `ta_token_finish` with a failure status; a bad `error`
+ * handle gives its handle status and leaves the token unfinished.
+ */
+ta_status ta_token_finish_error(struct ta_token *token, const struct ta_error *error);
 
 /**
  * As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with

@@ -374,6 +374,16 @@ module tensorasync_c
       integer(c_int32_t), intent(out), optional :: same_out
       integer(c_int32_t) :: c_ta_error_same
     end function c_ta_error_same
+    function c_ta_error_new(status, code, origin, message, error_out) bind(c, name='ta_error_new')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      integer(c_int32_t), value :: status
+      integer(c_int64_t), value :: code
+      type(c_ptr), value :: origin
+      type(c_ptr), value :: message
+      type(c_ptr), optional :: error_out
+      integer(c_int32_t) :: c_ta_error_new
+    end function c_ta_error_new
     function c_ta_error_free(error) bind(c, name='ta_error_free')
       use, intrinsic :: iso_c_binding
       implicit none
@@ -1019,6 +1029,13 @@ module tensorasync_c
       type(c_ptr), value :: message
       integer(c_int32_t) :: c_ta_token_finish
     end function c_ta_token_finish
+    function c_ta_token_finish_error(token, error) bind(c, name='ta_token_finish_error')
+      use, intrinsic :: iso_c_binding
+      implicit none
+      type(c_ptr), value :: token
+      type(c_ptr), value :: error
+      integer(c_int32_t) :: c_ta_token_finish_error
+    end function c_ta_token_finish_error
     function c_ta_tensor_wrap_ex(dtype, rank, extents, strides, order, data, options, tensor_out, &
         error) bind(c, name='ta_tensor_wrap_ex')
       use, intrinsic :: iso_c_binding

@@ -351,8 +351,7 @@ func TestSubmitKernelGoexitDiesWithAMessage(t *testing.T) {
 }
 
 // A *KernelError's code is kept, and the status is KERNEL_FAILED, for both
-// kinds of kernel; in a goroutine kernel, 41 (CANCELLED's value, which
-// ta_token_finish reads as a cancellation) becomes KERNEL_FAILED's code 40.
+// kinds of kernel, 41 (CANCELLED's value) included.
 func TestKernelErrorCodesBothKinds(t *testing.T) {
 	for _, code := range []uint32{7, 41, 1, 0xFFFFFFFF} {
 		for _, goroutine := range []bool{false, true} {
@@ -368,9 +367,6 @@ func TestKernelErrorCodesBothKinds(t *testing.T) {
 			err := ev.Wait(ctx)
 			cancel()
 			want := int64(code)
-			if goroutine && code == uint32(StatusCancelled) {
-				want = int64(StatusKernelFailed)
-			}
 			e := wantErr(t, "kernel error", err, ErrKernelFailed, "boom")
 			if e.Code != want || e.Message != "boom" || e.Origin != "kerr" || errors.Is(err, ErrCancelled) {
 				t.Fatalf("code %d goroutine %v: %+v, want code %d", code, goroutine, *e, want)

@@ -128,10 +128,8 @@ func (a Array[T]) Contiguous() ([]T, bool) {
 // is caught). A SubmitGoroutine kernel may call it: the operation then fails.
 type KernelFunc func(views []View) error
 
-// KernelError lets a kernel choose the code of its failure (not 0). In a
-// SubmitGoroutine kernel, Code 41 (the value of TA_STATUS_CANCELLED) cannot be
-// kept: ta_token_finish reads that value as a cancellation, so the operation
-// fails with ErrKernelFailed and code 40 (TA_STATUS_KERNEL_FAILED) instead.
+// KernelError lets a kernel choose the code of its failure (not 0); the
+// operation fails with ErrKernelFailed carrying it.
 type KernelError struct {
 	Code    uint32
 	Message string
@@ -317,6 +315,9 @@ func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...
 		}
 		code, msg := callKernel(kernel, goViews(cv[:int(cnt)]))
 		finished = true
+		if code != 0 && name != "" && finishTokenWithCode(tok, code, name, msg) {
+			return
+		}
 		if code == uint32(C.TA_STATUS_CANCELLED) {
 			// ta_token_finish reads CANCELLED's value as a cancellation, not
 			// as a failure code: the kernel failed, so say that.
@@ -330,6 +331,22 @@ func SubmitGoroutine(name string, kernel KernelFunc, accesses []Access, opts ...
 		C.ta_event_free(out.ev)
 	}
 	return nil
+}
+
+// finishTokenWithCode fails the token's operation with KERNEL_FAILED
+// carrying code exactly (CANCELLED's value included), named name; false
+// (the token untouched) if the error object cannot be made.
+func finishTokenWithCode(tok *C.ta_token, code uint32, name, msg string) bool {
+	cname, cmsg := C.CString(name), C.CString(msg)
+	defer C.free(unsafe.Pointer(cname))
+	defer C.free(unsafe.Pointer(cmsg))
+	var e *C.ta_error
+	if C.ta_error_new(C.TA_STATUS_KERNEL_FAILED, C.int64_t(code), cname, cmsg, &e) != C.TA_STATUS_OK {
+		return false
+	}
+	C.ta_token_finish_error(tok, e)
+	C.ta_error_free(e)
+	return true
 }
 
 func finishToken(tok *C.ta_token, code uint32, msg string) {

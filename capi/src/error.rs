@@ -151,6 +151,60 @@ pub extern "C" fn ta_error_same(a: *const ta_error, b: *const ta_error, same_out
     })
 }
 
+/// A new error object, for an error made elsewhere (in another process,
+/// another library) that should travel on as it is: `ta_token_finish_error`
+/// poisons a token's outputs with it. `status` is the status of a failed
+/// operation (`TA_STATUS_INVALID_ARGUMENT` for `TA_STATUS_OK`,
+/// `TA_STATUS_PENDING`, a handle or pointer status, or an unknown value);
+/// `code` its code; `origin` and `message` (NUL-terminated, copied; NULL
+/// for empty) name where it started and what happened, and
+/// `ta_error_origin` and `ta_error_message` give them back unchanged. Free
+/// it with `ta_error_free`.
+#[no_mangle]
+pub extern "C" fn ta_error_new(
+    status: ta_status,
+    code: i64,
+    origin: *const c_char,
+    message: *const c_char,
+    error_out: *mut *mut ta_error,
+) -> ta_status {
+    const O: &str = "ta_error_new";
+    guard(O, std::ptr::null_mut(), || {
+        need(error_out, O, "error_out")?;
+        let s = crate::status::from_c(status).filter(|s| {
+            !matches!(
+                s,
+                Status::Ok
+                    | Status::Pending
+                    | Status::NullHandle
+                    | Status::StaleHandle
+                    | Status::DoubleFree
+                    | Status::WrongHandleType
+                    | Status::InvalidHandle
+                    | Status::NullPointer
+            )
+        });
+        let Some(s) = s else {
+            return Err(ta::Error::new(
+                Status::InvalidArgument,
+                O,
+                format!("status {status} is not the status of a failed operation"),
+            ));
+        };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a non-NULL string argument is NUL-terminated by the C contract.
+                unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        let e = ta::Error::with_code(s, text(origin), text(message), code);
+        put(error_out, make_handle(e, O)?);
+        Ok(())
+    })
+}
+
 /// Free an error object. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn ta_error_free(error: *mut ta_error) -> ta_status {

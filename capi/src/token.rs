@@ -159,3 +159,20 @@ pub extern "C" fn ta_token_finish(token: *mut ta_token, status: ta_status, messa
         }
     })
 }
+
+/// Complete a token's operation as failed with `error` itself, and free the
+/// token handle: its outputs are poisoned with that error object (status,
+/// code, origin and message as they are; `ta_error_same` holds between it
+/// and what later readers of the outputs get), as when an error from
+/// another process (`ta_error_new`) travels on. `error` stays the caller's.
+/// Otherwise as `ta_token_finish` with a failure status; a bad `error`
+/// handle gives its handle status and leaves the token unfinished.
+#[no_mangle]
+pub extern "C" fn ta_token_finish_error(token: *mut ta_token, error: *const ta_error) -> ta_status {
+    const O: &str = "ta_token_finish_error";
+    guard(O, std::ptr::null_mut(), || {
+        let e = super::arg(error, O, "error")?;
+        let t = super::take(token, O, "token")?;
+        t.finish_error_shared(e.clone())
+    })
+}

@@ -37,13 +37,8 @@
  *
  * Poisoned inputs. The error of a poisoned sent tensor, or of a poisoned
  * collective input, travels in place of the data and poisons the receiving
- * tensors with the same message and code, not re-worded. The C ABI
- * (ta_token_finish) cannot set an error's origin or every status: on the
- * receiving side the origin is the receiving operation (ta_mpi_recv,
- * ta_mpi_bcast, ...), and the status is the original one when that is
- * TA_STATUS_KERNEL_FAILED (the code kept too, unless it is 0 or
- * TA_STATUS_CANCELLED) or TA_STATUS_CANCELLED; any other status S arrives as
- * TA_STATUS_KERNEL_FAILED with code S.
+ * tensors with the same error: its status, code, origin and message, not
+ * re-worded (ta_error_new, ta_token_finish_error).
  *
  * Collectives. Each collective first reduces a small header over the ranks
  * (one MPI_Iallreduce of 8 int64: which rank's input is poisoned, the

@@ -128,6 +128,7 @@ struct op {
   ta_status result;
   ta_status finish_status; /* the status given to ta_token_finish, when not `result` */
   char *errmsg;         /* a propagated error's message (heap), in place of errbuf */
+  ta_error *propagated; /* that error as it was (status, code, origin, message) */
   char errbuf[512];
   double t_post;
 };
@@ -440,6 +441,16 @@ static void op_fail_propagated(op *o, const char *b, size_t len, int from) {
   o->errmsg = m;
   o->result = TA_STATUS_KERNEL_FAILED;
   o->finish_status = finish_code(get32(b), get64(b + 8));
+  /* The error itself, origin included, when its status can be an
+   * operation's (else the message and code above, with this op's origin). */
+  char *origin = malloc((size_t)olen + 1);
+  if (origin) {
+    memcpy(origin, b + ERR_HDR, (size_t)olen);
+    origin[olen] = 0;
+    if (ta_error_new((ta_status)get32(b), get64(b + 8), origin, m, &o->propagated) != TA_STATUS_OK)
+      o->propagated = NULL;
+    free(origin);
+  }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1041,6 +1052,7 @@ static void op_free(op *o) {
   free(o->tmp);
   free(o->errblob);
   free(o->errmsg);
+  ta_error_free(o->propagated);
   free(o->m);
   free(o);
 }
@@ -1050,7 +1062,10 @@ static void finish_ops(oplist *done) {
     op *nx = o->next;
     ta_status st = o->result;
     if (st != TA_STATUS_OK && o->finish_status != TA_STATUS_OK) st = o->finish_status;
-    ta_token_finish(o->token, st, st == TA_STATUS_OK ? NULL : o->errmsg ? o->errmsg : o->errbuf);
+    if (st != TA_STATUS_OK && o->propagated)
+      ta_token_finish_error(o->token, o->propagated);
+    else
+      ta_token_finish(o->token, st, st == TA_STATUS_OK ? NULL : o->errmsg ? o->errmsg : o->errbuf);
     if (o->started_ev) ta_event_free(o->started_ev);
     pthread_mutex_lock(&E.mu);
     o->comm->pending--;

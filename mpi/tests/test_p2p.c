@@ -345,21 +345,20 @@ static void poisoned_sender(ta_mpi_comm *c, int peer, int sender) {
     OK(ta_mpi_recv(y, peer, 7, 0, NULL, c, NULL, NULL, NULL));
     OK(ta_mpi_recv(z, peer, 7, 0, NULL, c, NULL, NULL, NULL));
     OK(ta_mpi_recv(u, peer, 7, 1, &n, c, NULL, NULL, NULL));
-    /* the sender's error, not re-worded: its message and code (the origin is
-     * the receive: the C ABI cannot set another) */
+    /* the sender's error as it was: status, message, code and origin */
     int64_t code;
     char origin[64], msg[1024];
     CHECK(error_of(y, &code, origin, sizeof origin, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
     CHECK(strcmp(msg, "sensor overheated") == 0);
     CHECK(code == TA_STATUS_KERNEL_FAILED);
-    CHECK(strcmp(origin, "ta_mpi_recv") == 0);
+    CHECK(strcmp(origin, "sensor") == 0);
     double got[4];
     read_f64(z, got, 4);
     for (int i = 0; i < 4; i++) CHECK(got[i] == 5);
     CHECK(error_of(u, &code, origin, sizeof origin, msg, sizeof msg) == TA_STATUS_KERNEL_FAILED);
     CHECK(strcmp(msg, "valve stuck") == 0);
     CHECK(code == 1234);
-    CHECK(strcmp(origin, "ta_mpi_recv") == 0);
+    CHECK(strcmp(origin, "valve") == 0);
     ta_tensor_free(y); ta_tensor_free(z); ta_tensor_free(u);
   }
 }

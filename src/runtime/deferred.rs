@@ -141,6 +141,24 @@ impl Token {
     pub(crate) fn finish_failure(&self, code: i64, message: Option<String>) -> Result<()> {
         finish_with(self.inner(), Finish::Fail { code, message })
     }
+
+    /// Finish as failed with `error` itself: the outputs are poisoned with
+    /// it (status, code, origin and message as they are), as when an error
+    /// made elsewhere (a message from another process) propagates. Through
+    /// a shared token, as [`finish_shared`](Self::finish_shared).
+    ///
+    /// ```
+    /// use tensorasync::{ops, Error, Mode, Order, Status, Submit, Tensor};
+    /// let t = Tensor::from_slice(&[1], Order::RowMajor, &[1.0f64]).unwrap();
+    /// let (token, _) = ops::external("recv", &[(&t, Mode::Write)], Submit::default()).unwrap();
+    /// let e = Error::with_code(Status::OutOfMemory, String::from("alloc on rank 3"), "no room for 2 GiB", 7);
+    /// token.finish_error_shared(e).unwrap();
+    /// let got = t.wait(None).unwrap_err();
+    /// assert_eq!((got.status(), got.origin(), got.message(), got.code()), (Status::OutOfMemory, "alloc on rank 3", "no room for 2 GiB", 7));
+    /// ```
+    pub fn finish_error_shared(&self, error: Error) -> Result<()> {
+        finish_with(self.inner(), Finish::Error(error))
+    }
 }
 
 /// How finishing with `status` concludes the operation.

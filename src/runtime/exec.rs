@@ -181,6 +181,7 @@ pub(crate) fn conclude_parked(task: &Arc<Task>, f: Finish) -> ReadyList {
             )),
             true,
         ),
+        Finish::Error(e) => (Err(e), true),
         Finish::Fail { code, message } => {
             let msg = message.unwrap_or_else(|| format!("the operation was finished with status {code}"));
             (Err(Error::with_code(Status::KernelFailed, origin, msg, code)), true)

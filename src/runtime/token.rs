@@ -33,6 +33,9 @@ pub(crate) enum Finish {
     Fail { code: i64, message: Option<String> },
     /// It was cancelled: outputs are poisoned with `Cancelled`.
     Cancel { message: Option<String> },
+    /// It failed with this error (one that came from elsewhere: another
+    /// process, another library): outputs are poisoned with it as it is.
+    Error(Error),
     /// Nothing was done (a host access that was given up before it was
     /// granted): release the accesses, commit nothing.
     Abandon,

@@ -433,6 +433,12 @@ ta_status ta_error_origin(const struct ta_error *error, char *buf, size_t cap, s
 
 ta_status ta_error_same(const struct ta_error *a, const struct ta_error *b, int32_t *same_out);
 
+ta_status ta_error_new(ta_status status,
+                       int64_t code,
+                       const char *origin,
+                       const char *message,
+                       struct ta_error **error_out);
+
 ta_status ta_error_free(struct ta_error *error);
 
 ta_status ta_last_error(struct ta_error **error_out);
@@ -757,6 +763,8 @@ ta_status ta_token_views(const struct ta_token *token,
                          size_t *count_out);
 
 ta_status ta_token_finish(struct ta_token *token, ta_status status, const char *message);
+
+ta_status ta_token_finish_error(struct ta_token *token, const struct ta_error *error);
 
 ta_status ta_tensor_wrap_ex(ta_dtype dtype,
                             size_t rank,

@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 
-from ._ffi import ffi, lib
+from ._ffi import ffi, has, lib
 from . import errors
 from ._completion import Event, dispatcher
 from ._tensor import Tensor, _cname, _view_array, _tensor, _writes
@@ -122,7 +122,7 @@ class _Job:
 
     def run(self):
         token, self.token = self.token, None
-        status, message = lib.TA_STATUS_OK, None
+        status, message, exact = lib.TA_STATUS_OK, None, None
         try:
             n = len(self.modes)
             views = ffi.new("ta_view[]", max(n, 1))
@@ -141,13 +141,35 @@ class _Job:
                 # with KERNEL_FAILED's code.
                 ok = 0 < result <= 0xFFFFFFFF and result != lib.TA_STATUS_CANCELLED
                 status = result if ok else lib.TA_STATUS_KERNEL_FAILED
+                # Any 64-bit value is kept exactly by finishing with an error object.
+                if _HAS_FINISH_ERROR and self.name and -2**63 <= result < 2**63:
+                    exact = result
         except BaseException as e:
             status = lib.TA_STATUS_KERNEL_FAILED
             message = "".join(traceback.format_exception_only(type(e), e)).strip()
         finally:
             self.tensors = None
+            if exact is not None and _finish_with_code(token, exact, self.name, message):
+                return
             lib.ta_token_finish(token, status,
                                 ffi.NULL if message is None else message.encode("utf-8", "replace"))
+
+
+_HAS_FINISH_ERROR = has("ta_error_new") and has("ta_token_finish_error")
+
+
+def _finish_with_code(token, code, name, message) -> bool:
+    """Finish ``token`` as failed with KERNEL_FAILED carrying ``code`` exactly, named
+    ``name``; False (token untouched) if the error object cannot be made."""
+    ep = ffi.new("ta_error **")
+    if lib.ta_error_new(lib.TA_STATUS_KERNEL_FAILED, code, name.encode("utf-8", "replace"),
+                        message.encode("utf-8", "replace"), ep):
+        return False
+    try:
+        lib.ta_token_finish_error(token, ep[0])
+    finally:
+        lib.ta_error_free(ep[0])
+    return True
 
 
 def submit(fn, *accesses, name=None) -> Event:

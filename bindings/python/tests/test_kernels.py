@@ -84,7 +84,8 @@ def test_many_python_kernels_every_dtype():
 
 
 @pytest.mark.parametrize("ret,code", [(7, 7), (np.int64(3), 3), (np.uint8(200), 200), (2**32 - 1, 2**32 - 1),
-                                      (-1, 40), (2**32, 40), (41, 40)])
+                                      (-1, -1), (2**32, 2**32), (41, 41), (2**63 - 1, 2**63 - 1),
+                                      (-2**63, -2**63), (2**63, 40)])
 def test_python_kernel_return_value_is_the_error_code(ret, code, native):
     t = ta.zeros(3)
     ev = ta.submit(lambda a: ret, (t, "update"), name="returns")

@@ -566,6 +566,17 @@ function ta_error_same(a, b, same_out)
     @ccall libtensorasync.ta_error_same(a::Ptr{ta_error}, b::Ptr{ta_error}, same_out::Ptr{Int32})::ta_status
 end
 
+# A new error object, for an error made elsewhere (in another process, another library) that
+# should travel on as it is: `ta_token_finish_error` poisons a token's outputs with it. `status`
+# is the status of a failed operation (`TA_STATUS_INVALID_ARGUMENT` for `TA_STATUS_OK`,
+# `TA_STATUS_PENDING`, a handle or pointer status, or an unknown value); `code` its code;
+# `origin` and `message` (NUL-terminated, copied; NULL for empty) name where it started and what
+# happened, and `ta_error_origin` and `ta_error_message` give them back unchanged. Free it with
+# `ta_error_free`.
+function ta_error_new(status, code, origin, message, error_out)
+    @ccall libtensorasync.ta_error_new(status::ta_status, code::Int64, origin::Ptr{Cchar}, message::Ptr{Cchar}, error_out::Ptr{Ptr{ta_error}})::ta_status
+end
+
 # Free an error object. NULL is a no-op.
 function ta_error_free(error)
     @ccall libtensorasync.ta_error_free(error::Ptr{ta_error})::ta_status
@@ -1101,6 +1112,16 @@ end
 # `TA_STATUS_ALREADY_FINISHED` and frees the handle.
 function ta_token_finish(token, status, message)
     @ccall libtensorasync.ta_token_finish(token::Ptr{ta_token}, status::ta_status, message::Ptr{Cchar})::ta_status
+end
+
+# Complete a token's operation as failed with `error` itself, and free the token handle: its
+# outputs are poisoned with that error object (status, code, origin and message as they are;
+# `ta_error_same` holds between it and what later readers of the outputs get), as when an error
+# from another process (`ta_error_new`) travels on. `error` stays the caller's. Otherwise as
+# `ta_token_finish` with a failure status; a bad `error` handle gives its handle status and
+# leaves the token unfinished.
+function ta_token_finish_error(token, error)
+    @ccall libtensorasync.ta_token_finish_error(token::Ptr{ta_token}, error::Ptr{ta_error})::ta_status
 end
 
 # As `ta_tensor_wrap` (writable) or `ta_tensor_wrap_const` (with `TA_WRAP_READ_ONLY`), with the
