@@ -239,7 +239,8 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
         if c.callback.is_some() || !attached.is_empty() {
             // User code runs: a wait there on what starts only after it
             // fails at once, and its follow-up work is the runtime's own.
-            let reporting = Reporting::new(finished.untold(), task.runtime());
+            let rt = task.runtime().map_or(std::ptr::null(), |r| (r as *const RuntimeInner).cast());
+            let reporting = Reporting::new(finished.untold(), rt);
             let _reporting = reporting.enter();
             c.notify(attached, &result);
         } else {

@@ -164,7 +164,9 @@ impl RuntimeInner {
         }
         match self.state.load(Ordering::SeqCst) {
             RUNNING => Ok(()),
-            DRAINING if self.is_current_worker() || super::running::reporting_for(self) => Ok(()),
+            DRAINING if self.is_current_worker() || super::running::reporting_for((self as *const Self).cast()) => {
+                Ok(())
+            }
             _ => {
                 self.refuse();
                 Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use super::body::TaskBody;
 use super::guard::InLibraryWork;
-use super::pool::RuntimeInner;
 use super::task::Task;
 use crate::tensor::value::Value;
 
@@ -92,7 +91,8 @@ pub(crate) fn current_task_reaches(target: &Arc<Task>) -> bool {
 /// finish; and its runtime's follow-up work is admitted while it drains.
 pub(crate) struct Reporting {
     successors: *const [Arc<Task>],
-    runtime: *const RuntimeInner,
+    /// The task's runtime, by address (only compared: see [`reporting_for`]).
+    runtime: *const (),
     outer: Cell<*const Reporting>,
 }
 
@@ -103,8 +103,9 @@ thread_local! {
 }
 
 impl Reporting {
-    pub(crate) fn new(successors: &[Arc<Task>], runtime: Option<&RuntimeInner>) -> Reporting {
-        Reporting { successors, runtime: runtime.map_or(ptr::null(), |r| r), outer: Cell::new(ptr::null()) }
+    /// `runtime`: the address of the task's runtime (null for none).
+    pub(crate) fn new(successors: &[Arc<Task>], runtime: *const ()) -> Reporting {
+        Reporting { successors, runtime, outer: Cell::new(ptr::null()) }
     }
 
     /// List this completion as reported on this thread while the guard lives.
@@ -138,7 +139,8 @@ fn each_reporting(mut f: impl FnMut(&Reporting) -> bool) -> bool {
     false
 }
 
-/// Whether this thread is reporting the completion of a task of `rt`.
-pub(crate) fn reporting_for(rt: &RuntimeInner) -> bool {
-    each_reporting(|r| ptr::eq(r.runtime, rt))
+/// Whether this thread is reporting the completion of a task of the
+/// runtime at address `rt`.
+pub(crate) fn reporting_for(rt: *const ()) -> bool {
+    !rt.is_null() && each_reporting(|r| ptr::eq(r.runtime, rt))
 }
