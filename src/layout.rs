@@ -14,6 +14,16 @@ pub type Strides = SmallVec<[isize; 2]>;
 /// The most axes a tensor made by an operation has: a contraction whose
 /// result would have more is refused (the C ABI refuses more at every entry,
 /// so that each of its tensors can be sliced, permuted and reshaped there).
+///
+/// ```
+/// use tensorasync::{ops, DType, Domain, Order, Scalar, Status, Submit, Tensor, MAX_RANK};
+/// let ones = vec![1usize; MAX_RANK / 2 + 1];
+/// let a = Tensor::zeros(DType::F64, &ones, Order::RowMajor, Domain::Host).unwrap();
+/// let c = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+/// // An outer product of two such tensors would have MAX_RANK + 2 axes.
+/// let e = ops::contract(&c, Scalar::real(1.0), &a, &a, &[], &[], None, Submit::default()).err().unwrap();
+/// assert_eq!(e.status(), Status::InvalidArgument);
+/// ```
 pub const MAX_RANK: usize = 64;
 
 /// Element order for contiguous layouts.

@@ -78,6 +78,12 @@ impl RuntimeInner {
 impl Runtime {
     /// The most workers a runtime has: a larger count is refused at once
     /// rather than started thread by thread until the system runs out.
+    ///
+    /// ```
+    /// use tensorasync::{Runtime, Status};
+    /// let e = Runtime::new(Runtime::MAX_THREADS + 1).err().unwrap();
+    /// assert_eq!(e.status(), Status::InvalidArgument);
+    /// ```
     pub const MAX_THREADS: usize = 4096;
 
     /// A runtime with `threads` workers (0 = one per available core; at
