@@ -74,10 +74,12 @@ int main(void) {
     double t0 = now_s();
     CHECK(readable(fd, 60000), "fd did not become readable within 60 s of completion");
     printf("poll(2) woke %.1f ms after the blocker was released\n", 1e3 * (now_s() - t0));
-    /* ta_tensor_wait returns once every operation on t has completed and
-     * delivered its notifications. (ta_event_wait on `last` would not do: an
-     * event completes just before its operation's queue entry is pushed.) */
-    MUST(ta_tensor_wait(t, SECONDS(60), NULL));
+    /* ta_event_wait on a program thread returns once the operation's
+     * completion-queue entry has been posted, and the entries of the chain
+     * before it were posted before it started (reports follow the edges).
+     * (ta_tensor_wait would not do: a wait behind the last operation is
+     * released before that operation's entry is pushed.) */
+    MUST(ta_event_wait(last, SECONDS(60)));
     CHECK(readable(fd, 0), "fd not readable with %d entries pending", CHAIN);
 
     /* Take them in batches of BATCH: oldest first; readable until drained. */
