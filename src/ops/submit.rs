@@ -73,6 +73,7 @@ pub struct Submit<'a, C = Evented> {
     /// let rt = Runtime::new(1).unwrap();
     /// let t = Tensor::zeros(DType::F64, &[4], Order::RowMajor, Default::default()).unwrap();
     /// ops::fill(&t, Scalar::real(1.0), Submit { defer: true, ..Submit::on(&rt) }).unwrap().wait(None).unwrap();
+    /// rt.wait_idle(None).unwrap(); // the worker counts its steals when its busy spell ends
     /// assert_eq!(rt.stats().steals, 1);
     /// ```
     pub defer: bool,

@@ -276,6 +276,7 @@ impl Runtime {
     /// assert!(ev.is_complete()); // ran in place
     /// rt.set_small_in_place(false);
     /// ops::fill(&t, Scalar::real(2.0), Submit::on(&rt)).unwrap().wait(None).unwrap();
+    /// rt.wait_idle(None).unwrap(); // the worker counts its steals when its busy spell ends
     /// assert_eq!(rt.stats().steals, 1); // taken from the ready queue by a worker
     /// ```
     pub fn set_small_in_place(&self, on: bool) {
