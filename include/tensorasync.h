@@ -2021,8 +2021,10 @@ ta_status ta_runtime_shutdown(const struct ta_runtime *runtime,
                               struct ta_error **error);
 
 /**
- * Drain and stop a runtime made by `ta_runtime_new`, then free its handle
- * (blocks until submitted work is done). For a handle from
+ * Drain and stop a runtime made by `ta_runtime_new`, then free its handle.
+ * Blocks until submitted work is done and the runtime's worker threads have
+ * exited (their thread-local destructors included), so that the program may
+ * then fork or unload the library. For a handle from
  * `ta_runtime_default`, only the handle is freed. NULL is a no-op. Called
  * from one of the runtime's own workers (a kernel or callback), it frees
  * nothing and returns `TA_STATUS_WOULD_DEADLOCK`.

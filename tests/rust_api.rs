@@ -576,3 +576,44 @@ fn the_counters_after_wait_idle_include_the_work_it_waited_for() {
         assert_eq!(rt.stats(), s, "round {round}: the counters moved after the wait");
     }
 }
+
+/// Dropping a runtime's last handle joins its worker threads: when the drop
+/// returns, every thread that ran one of its kernels has finished, its
+/// thread-local destructors included (a program may then unload the
+/// library). Each kernel marks its thread with a thread-local whose
+/// destructor counts the thread out.
+#[test]
+fn dropping_a_runtime_returns_after_its_worker_threads_have_exited() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    struct Mark;
+    impl Drop for Mark {
+        fn drop(&mut self) {
+            LIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    thread_local! {
+        static MARK: std::cell::OnceCell<Mark> = const { std::cell::OnceCell::new() };
+    }
+    let mark = || {
+        KernelFn::new(|_| {
+            MARK.with(|m| {
+                m.get_or_init(|| {
+                    LIVE.fetch_add(1, Ordering::SeqCst);
+                    Mark
+                });
+            });
+            Ok(())
+        })
+    };
+    for round in 0..20 {
+        let rt = Runtime::new(2).unwrap();
+        let ts: Vec<Tensor> = (0..8).map(|_| f64s(&[1], &[0.0])).collect();
+        for t in &ts {
+            ops::kernel("mark", &[(t, Mode::Update)], mark(), Submit { defer: true, ..Submit::on(&rt) }).unwrap();
+        }
+        rt.wait_idle(None).unwrap();
+        assert!(LIVE.load(Ordering::SeqCst) >= 1, "round {round}: no worker ran a kernel");
+        drop(rt);
+        assert_eq!(LIVE.load(Ordering::SeqCst), 0, "round {round}: worker threads still running after the drop");
+    }
+}

@@ -111,8 +111,10 @@ pub extern "C" fn ta_runtime_shutdown(
     })
 }
 
-/// Drain and stop a runtime made by `ta_runtime_new`, then free its handle
-/// (blocks until submitted work is done). For a handle from
+/// Drain and stop a runtime made by `ta_runtime_new`, then free its handle.
+/// Blocks until submitted work is done and the runtime's worker threads have
+/// exited (their thread-local destructors included), so that the program may
+/// then fork or unload the library. For a handle from
 /// `ta_runtime_default`, only the handle is freed. NULL is a no-op. Called
 /// from one of the runtime's own workers (a kernel or callback), it frees
 /// nothing and returns `TA_STATUS_WOULD_DEADLOCK`.

@@ -10,7 +10,8 @@
  * submissions fail with TA_STATUS_SHUTDOWN.
  *
  * Drain: the same shape with DRAIN runs everything, with the right values.
- * Also: shutting a runtime down from one of its own workers is refused.
+ * Also: shutting a runtime down from one of its own workers is refused, and
+ * ta_runtime_free returns only after the worker threads have exited.
  */
 #include "check.h"
 
@@ -278,9 +279,58 @@ static void test_from_worker(void) {
     MUST(ta_runtime_free(rt));
 }
 
+/* ta_runtime_free returns after the runtime's worker threads have exited.
+ * Each kernel gives its thread a pthread key whose destructor, run as the
+ * thread exits, counts the thread out again. */
+static pthread_key_t worker_key;
+static long live_workers;
+
+static void worker_exits(void *p) {
+    (void)p;
+    __atomic_sub_fetch(&live_workers, 1, __ATOMIC_SEQ_CST);
+}
+
+static ta_status mark_worker(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) {
+    (void)v; (void)n; (void)ud; (void)ctx;
+    if (pthread_getspecific(worker_key) == NULL) {
+        atomic_inc(&live_workers);
+        if (pthread_setspecific(worker_key, &live_workers) != 0) return TA_STATUS_INTERNAL;
+    }
+    return TA_STATUS_OK;
+}
+
+static void test_free_joins_workers(void) {
+    enum { ROUNDS = 10, T = 8 };
+    CHECK(pthread_key_create(&worker_key, worker_exits) == 0, "pthread_key_create");
+    long ran_on = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        ta_runtime *rt = NULL;
+        MUST(ta_runtime_new(2, &rt, NULL));
+        ta_submit o = on_runtime(rt);
+        ta_tensor *t[T];
+        for (int i = 0; i < T; i++) {
+            t[i] = zeros1(TA_DTYPE_F64, 1);
+            ta_access acc = { t[i], TA_MODE_UPDATE };
+            MUST(ta_kernel_submit(mark_worker, NULL, "mark_worker", &acc, 1, &o, NULL, NULL));
+        }
+        MUST(ta_runtime_wait_idle(rt, -1, NULL));
+        long live = atomic_get(&live_workers);
+        CHECK(live >= 1 && live <= 2, "round %d: %ld marked worker threads, want 1 or 2", round, live);
+        ran_on += live;
+        for (int i = 0; i < T; i++) ta_tensor_free(t[i]);
+        MUST(ta_runtime_free(rt));
+        live = atomic_get(&live_workers);
+        CHECK(live == 0, "round %d: %ld worker threads still running after ta_runtime_free", round, live);
+    }
+    pthread_key_delete(worker_key);
+    printf("free: the worker threads had exited when ta_runtime_free returned (%d runtimes, %ld threads)\n", ROUNDS,
+           ran_on);
+}
+
 int main(void) {
     test_cancel();
     test_drain();
     test_from_worker();
+    test_free_joins_workers();
     return finish("test_shutdown");
 }

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
@@ -16,7 +17,12 @@ use super::observe;
 use super::poke::poke;
 use super::pool::{peers_busy, RuntimeInner, CANCELLING, DRAINING, IDLE_RECHECK, RUNNING, STOPPED, WORKER_OF};
 use super::stats::RuntimeStats;
+use super::worker_threads::WorkerThreads;
 use crate::error::{Error, Result, Status};
+
+/// The longest a dropped runtime's last user handle waits for its idle
+/// drainers to exit (see [`RuntimeInner::await_last_reference`]).
+const LAST_REFERENCE_WAIT: Duration = Duration::from_secs(1);
 
 /// How [`Runtime::shutdown`] treats work that has not started.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -29,8 +35,10 @@ pub enum ShutdownMode {
 
 /// A worker pool plus the bookkeeping for draining and cancelling it. Cloning
 /// shares the runtime. Dropping its last handle drains it: everything
-/// submitted runs to completion first (from one of its own workers, the drain
-/// happens on a helper thread instead, so the drop never deadlocks).
+/// submitted runs to completion first, and the worker threads have exited
+/// when the drop returns (from one of its own workers, the drain happens on a
+/// helper thread instead, so the drop never deadlocks, and that thread joins
+/// the workers).
 #[derive(Clone)]
 pub struct Runtime {
     user: Arc<UserHandle>,
@@ -47,9 +55,13 @@ impl Drop for UserHandle {
         // `Task::runtime`): the runtime must outlive every admitted task.
         if self.inner.is_current_worker() {
             let inner = self.inner.clone();
-            std::thread::spawn(move || inner.drain_to_idle(ShutdownMode::Drain));
+            std::thread::spawn(move || {
+                inner.drain_to_idle(ShutdownMode::Drain);
+                inner.await_last_reference();
+            });
         } else {
             self.inner.drain_to_idle(ShutdownMode::Drain);
+            self.inner.await_last_reference();
         }
     }
 }
@@ -72,6 +84,19 @@ impl RuntimeInner {
         }
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
         observe::runtime_stopped(self.id);
+    }
+
+    /// Wait, briefly, for the drainers of a stopped runtime to exit and
+    /// give back their references, so that the caller's is the last: the
+    /// runtime then drops, and joins its threads, on the caller's thread.
+    /// (Drainers exit within `DRAIN_SPIN` of the queue staying empty; a
+    /// reference kept longer, such as by a helper thread's drain, leaves
+    /// the join to whoever drops it last.)
+    fn await_last_reference(self: &Arc<Self>) {
+        let deadline = Instant::now() + LAST_REFERENCE_WAIT;
+        while Arc::strong_count(self) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(20));
+        }
     }
 }
 
@@ -109,11 +134,13 @@ impl Runtime {
         static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;
+        let mut handles = Vec::with_capacity(threads);
         let inner = Arc::new_cyclic(|weak: &Weak<RuntimeInner>| {
             let me = weak.clone();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .thread_name(move |k| format!("ta-rt{id}-w{k}"))
+                .spawn_handler(|thread| WorkerThreads::spawn(thread, &mut handles))
                 .start_handler(move |_| {
                     WORKER_OF.with(|w| *w.borrow_mut() = me.clone());
                     crate::kernels::par::set_peers_busy_probe(Some(peers_busy));
@@ -133,6 +160,7 @@ impl Runtime {
                 me: weak.clone(),
                 id,
                 pool,
+                worker_threads: WorkerThreads::new(std::mem::take(&mut handles)),
                 threads,
                 ready: Injector::new(),
                 ranked: Default::default(),

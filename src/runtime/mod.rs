@@ -28,6 +28,7 @@ pub(crate) mod token;
 pub(crate) mod trace;
 pub(crate) mod waits;
 pub(crate) mod work;
+pub(crate) mod worker_threads;
 
 pub use cq::{CompletionEntry, CompletionQueue};
 pub use deferred::{HostAccess, Token};

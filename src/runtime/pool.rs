@@ -34,6 +34,7 @@ use super::poke;
 use super::stats::{RuntimeStats, Stats};
 use super::task::{RuntimeRef, Task};
 use super::token::TokenInner;
+use super::worker_threads::WorkerThreads;
 use crate::error::{Error, Result, Status};
 use crate::sync::prefetch_for_write;
 
@@ -96,6 +97,10 @@ pub(crate) struct RuntimeInner {
     /// Process-unique number; worker threads are named `ta-rt<id>-w<k>`.
     pub(crate) id: usize,
     pub(crate) pool: rayon::ThreadPool,
+    /// The pool's threads, joined when the runtime drops (after `pool`,
+    /// which drops first and tells them to stop).
+    #[expect(dead_code, reason = "held for its drop, which joins the threads")]
+    pub(crate) worker_threads: WorkerThreads,
     pub(crate) threads: usize,
     /// Ready tasks of priority 0 waiting for a drainer, in FIFO order.
     pub(crate) ready: Injector<Arc<Task>>,

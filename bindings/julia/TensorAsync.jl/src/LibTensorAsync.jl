@@ -1186,10 +1186,12 @@ function ta_runtime_shutdown(runtime, mode, error)
     @ccall libtensorasync.ta_runtime_shutdown(runtime::Ptr{ta_runtime}, mode::ta_shutdown, error::Ptr{Ptr{ta_error}})::ta_status
 end
 
-# Drain and stop a runtime made by `ta_runtime_new`, then free its handle (blocks until
-# submitted work is done). For a handle from `ta_runtime_default`, only the handle is freed.
-# NULL is a no-op. Called from one of the runtime's own workers (a kernel or callback), it frees
-# nothing and returns `TA_STATUS_WOULD_DEADLOCK`.
+# Drain and stop a runtime made by `ta_runtime_new`, then free its handle. Blocks until
+# submitted work is done and the runtime's worker threads have exited (their thread-local
+# destructors included), so that the program may then fork or unload the library. For a handle
+# from `ta_runtime_default`, only the handle is freed. NULL is a no-op. Called from one of the
+# runtime's own workers (a kernel or callback), it frees nothing and returns
+# `TA_STATUS_WOULD_DEADLOCK`.
 function ta_runtime_free(runtime)
     @ccall libtensorasync.ta_runtime_free(runtime::Ptr{ta_runtime})::ta_status
 end
