@@ -246,8 +246,7 @@ class Event:
         guard = self._guard
         if guard is None or not _exports.live:
             return
-        from ._tensor import _depends
-        rec = _depends(guard[0], task_only=task_only, before=guard[1])
+        rec = _exports.depends(guard[0], task_only=task_only, before=guard[1])
         if rec is not None and self._poll() == lib.TA_STATUS_PENDING:
             raise _exports.deadlock_error(rec, f"{waiting} {guard[2]}")
 

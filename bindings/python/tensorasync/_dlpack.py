@@ -11,6 +11,7 @@ import ctypes
 
 from ._ffi import ffi, lib
 from . import errors
+from . import _exports
 
 _KDLCPU = 1
 
@@ -77,10 +78,9 @@ def export(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
     if dl_device is not None and tuple(int(v) for v in dl_device) != (_KDLCPU, 0):
         raise BufferError(f"cannot export to device {tuple(dl_device)}; only (kDLCPU, 0)")
     versioned = max_version is not None and int(max_version[0]) >= 1
-    from ._tensor import _check_acquire
     # The export (or the copy it makes) waits for pending writers of the tensor: one that
     # waits for an export this thread holds would never let it finish.
-    _check_acquire(tensor, lib.TA_MODE_READ, "__dlpack__()")
+    _exports.check_acquire(tensor, lib.TA_MODE_READ, "__dlpack__()")
     # A copy belongs to the consumer alone: it is exported writable (an exclusive access
     # of a tensor nobody else has). Otherwise a read access: later writers wait for it.
     src = tensor.copy() if copy else tensor

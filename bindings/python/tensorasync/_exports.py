@@ -9,7 +9,8 @@ wait that cannot finish fails with a clear status).
 
 Each export is recorded with the thread (and asyncio task) that made it, its mode, its
 tensor and whether a write overlapping it was submitted after it. The tensor module
-decides which exports a wait depends on (``_tensor._depends``). DLPack exports are not
+decides which exports a wait depends on (``_tensor._depends``, reached here as
+``depends``). DLPack exports are not
 recorded: their consumer releases them.
 """
 import asyncio
@@ -19,11 +20,19 @@ import threading
 from ._ffi import lib
 from . import errors
 
-__all__ = ["Token", "record", "forget", "own", "next_seq", "deadlock_error", "current_task", "live"]
+__all__ = ["Token", "record", "forget", "own", "next_seq", "deadlock_error", "current_task", "live", "depends",
+           "check_acquire"]
 
 #: id(record) -> record, for every live export. Single dict operations are atomic (the
 #: GIL, or the dict's own lock in a free-threaded build): no lock is needed.
 live = {}
+
+#: Which export a wait on some tensors depends on, and the check a new access makes:
+#: ``_tensor._depends`` and ``_tensor._check_acquire``, set when that module loads. They
+#: need the geometry of tensors, which lives above this module; the event and DLPack
+#: modules, which sit below the tensor module, reach them here.
+depends = None
+check_acquire = None
 _seq = itertools.count(1)
 
 

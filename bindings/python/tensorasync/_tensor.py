@@ -436,6 +436,9 @@ def _check_acquire(t, mode, call, task_only=False):
             raise _exports.deadlock_error(rec, call)
 
 
+_exports.depends, _exports.check_acquire = _depends, _check_acquire
+
+
 class Tensor:
     """An asynchronous tensor handle (a value, or a view of one).
 
