@@ -20,6 +20,7 @@
 //! mimalloc when the thread exits.
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::alloc::GlobalAlloc;
 
@@ -40,8 +41,8 @@ impl Magazine {
     const EMPTY: Magazine = Magazine { len: 0, blocks: [std::ptr::null_mut(); MAGAZINE] };
 
     /// A block, refilling from `depot` when empty.
-    fn take(&mut self, depot: &Mutex<Depot>) -> Option<*mut u8> {
-        if self.len == 0 && !depot.lock().refill(self) {
+    fn take(&mut self, depot: &Shared) -> Option<*mut u8> {
+        if self.len == 0 && !depot.refill(self) {
             return None;
         }
         self.len -= 1;
@@ -49,8 +50,8 @@ impl Magazine {
     }
 
     /// Keep `b`, passing a full magazine to `depot` first; false when both are full.
-    fn put(&mut self, b: *mut u8, depot: &Mutex<Depot>) -> bool {
-        if self.len == MAGAZINE && !depot.lock().store(self) {
+    fn put(&mut self, b: *mut u8, depot: &Shared) -> bool {
+        if self.len == MAGAZINE && !depot.store(self) {
             return false;
         }
         self.blocks[self.len] = b;
@@ -114,7 +115,47 @@ thread_local! {
     static LOCAL: Local = const { Local(UnsafeCell::new(Magazine::EMPTY)) };
 }
 
-static SHARED: Mutex<Depot> = Mutex::new(Depot::EMPTY);
+/// The depot, and how many magazines it held when its lock was last
+/// released: a thread whose magazine is empty (or full) reads that first,
+/// and takes the lock only when the depot can help. A thread that keeps
+/// finding the depot empty (a submitter ahead of the workers that free its
+/// tasks) would otherwise lock and unlock it on every allocation: two locked
+/// instructions of a submission's dozen (docs/perf-notes/runtime.md). A
+/// stale count only sends a block to mimalloc or takes the lock for nothing.
+struct Shared {
+    depot: Mutex<Depot>,
+    stored: AtomicUsize,
+}
+
+impl Shared {
+    const fn new() -> Shared {
+        Shared { depot: Mutex::new(Depot::EMPTY), stored: AtomicUsize::new(0) }
+    }
+
+    /// As [`Depot::refill`]; without the lock when the depot was empty.
+    fn refill(&self, m: &mut Magazine) -> bool {
+        if self.stored.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut d = self.depot.lock();
+        let refilled = d.refill(m);
+        self.stored.store(d.len, Ordering::Relaxed);
+        refilled
+    }
+
+    /// As [`Depot::store`]; without the lock when the depot was full.
+    fn store(&self, m: &mut Magazine) -> bool {
+        if self.stored.load(Ordering::Relaxed) == DEPOT {
+            return false;
+        }
+        let mut d = self.depot.lock();
+        let stored = d.store(m);
+        self.stored.store(d.len, Ordering::Relaxed);
+        stored
+    }
+}
+
+static SHARED: Shared = Shared::new();
 
 /// Gives a block back to mimalloc.
 ///
@@ -161,26 +202,67 @@ mod tests {
     /// refuses (the block then goes back to mimalloc).
     #[test]
     fn magazines_pass_through_the_depot_and_stay_bounded() {
-        let depot = Mutex::new(Depot::EMPTY);
+        let depot = Shared::new();
         let mut freeing = Magazine::EMPTY;
         let n = MAGAZINE * (DEPOT + 1);
         for i in 0..n {
             assert!(freeing.put(block(i), &depot), "block {i} is kept");
         }
         assert!(!freeing.put(block(n), &depot), "every magazine is full");
-        assert_eq!((freeing.len, depot.lock().len), (MAGAZINE, DEPOT));
+        assert_eq!((freeing.len, depot.depot.lock().len), (MAGAZINE, DEPOT));
         // Another thread's empty magazine takes the last full one stored.
         let mut taking = Magazine::EMPTY;
         let got: Vec<_> = (0..MAGAZINE).map(|_| taking.take(&depot).unwrap()).collect();
         let stored = (DEPOT - 1) * MAGAZINE..DEPOT * MAGAZINE;
         assert_eq!(got, stored.rev().map(block).collect::<Vec<_>>());
-        assert_eq!(depot.lock().len, DEPOT - 1);
+        assert_eq!(depot.depot.lock().len, DEPOT - 1);
         // The freeing thread's own magazine is last in, first out.
         assert_eq!(freeing.take(&depot), Some(block(n - 1)));
         let mut empty = Depot::EMPTY;
         let mut none = Magazine::EMPTY;
-        assert_eq!(none.take(&Mutex::new(Depot::EMPTY)), None);
+        assert_eq!(none.take(&Shared::new()), None);
         assert!(!empty.refill(&mut none));
+    }
+
+    /// A thread whose magazine is empty does not lock an empty depot, nor
+    /// does one whose magazine is full lock a full depot: both go on while
+    /// another thread holds the depot's lock (before, each took the lock).
+    #[test]
+    fn an_empty_or_full_depot_is_not_locked() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let depot: &'static Shared = Box::leak(Box::new(Shared::new()));
+        let held = depot.depot.lock();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut m = Magazine::EMPTY;
+            tx.send(m.take(depot).map(|b| b as usize)).unwrap();
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(got, Ok(None), "taking from an empty magazine waited for the empty depot's lock");
+        drop(held);
+
+        let mut filling = Magazine::EMPTY;
+        for i in 0..MAGAZINE * DEPOT + 1 {
+            assert!(filling.put(block(i), depot));
+        }
+        assert_eq!(depot.depot.lock().len, DEPOT);
+        let held = depot.depot.lock();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut m = Magazine::EMPTY;
+            for i in 0..MAGAZINE {
+                assert!(m.put(block(i), depot));
+            }
+            tx.send(m.put(block(MAGAZINE), depot)).unwrap();
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(got, Ok(false), "putting into a full magazine waited for the full depot's lock");
+        drop(held);
+        // With the depot holding magazines again, an empty magazine refills.
+        let mut m = Magazine::EMPTY;
+        assert!(m.take(depot).is_some());
+        assert_eq!(m.len, MAGAZINE - 1);
     }
 
     /// A task block freed on this thread is the next one handed out.
