@@ -54,6 +54,11 @@
  * Other load: the share of the machine used by other processes during each
  * implementation's runs (/proc/stat). Above 10%, verdicts say "(noisy)".
  *
+ * Workers busy (tensorasync rows): the share of each timed run that the
+ * runtime's workers spent running tasks (ta_runtime_worker_busy_ns). Near
+ * 100%, no core waited for the scheduler, and what separates the row from
+ * its peers is the tile kernels' speed.
+ *
  * OpenBLAS threads: openblas_set_num_threads is process-wide. tensorasync
  * sets it to 1 when it loads the system BLAS; the 2-thread reference runs set
  * it to 2. So this program sets it to 1 before each tensorasync and StarPU run
@@ -252,6 +257,24 @@ static void ta_stop(void) {
     g_rt = NULL;
 }
 
+/* The workers' busy time so far, summed (ta_runtime_worker_busy_ns). */
+static double ta_busy_ns(void) {
+    uint64_t busy[NTHREADS] = {0};
+    size_t count = 0;
+    TA(ta_runtime_worker_busy_ns(g_rt, busy, NTHREADS, &count));
+    double sum = 0;
+    for (size_t w = 0; w < count && w < NTHREADS; w++) sum += (double)busy[w];
+    return sum;
+}
+
+/* The share of the timed region that the tensorasync workers spent running
+ * tasks, set by each tensorasync run (-1 for the others): near 1 means the
+ * scheduling leaves no core idle, and what is missing is the tasks' own speed. */
+static double g_busy_share = -1;
+static void ta_note_busy(double busy0, double t0, double t1) {
+    g_busy_share = (ta_busy_ns() - busy0) / ((t1 - t0) * NTHREADS);
+}
+
 static ta_blocks *ta_square_blocks(size_t n) {
     size_t ext[2] = {n, n}, tile[2] = {TILE, TILE}, grid[2] = {0, 0};
     ta_blocks *b = NULL;
@@ -313,6 +336,7 @@ static double ta_gemm_run_with(double *maxerr, int blas_only) {
     ta_tensor **ta = ta_tiles(ba, nt), **tb = ta_tiles(bb, nt), **tc = ta_tiles(bc, nt);
     blas_threads_for_tiles();
 
+    double busy0 = ta_busy_ns();
     double t0 = now_ns();
     for (size_t k = 0; k < nt; k++)
         for (size_t i = 0; i < nt; i++)
@@ -323,6 +347,7 @@ static double ta_gemm_run_with(double *maxerr, int blas_only) {
             }
     TA(ta_runtime_wait_idle(g_rt, TA_WAIT_FOREVER, NULL));
     double t1 = now_ns();
+    ta_note_busy(busy0, t0, t1);
 
     TA(ta_tensor_wait(all_c, TA_WAIT_FOREVER, NULL)); /* any poison shows here */
     double *c = xmalloc(sizeof *c * n * n);
@@ -390,6 +415,7 @@ static double ta_chol_run_with(double *maxerr, int prio) {
 #define T(i, j) t[(i) * nt + (j)]
     blas_threads_for_tiles();
 
+    double busy0 = ta_busy_ns();
     double t0 = now_ns();
     ta_status s;
     for (size_t k = 0; k < nt; k++) {
@@ -420,6 +446,7 @@ static double ta_chol_run_with(double *maxerr, int prio) {
     }
     TA(ta_runtime_wait_idle(g_rt, TA_WAIT_FOREVER, NULL));
     double t1 = now_ns();
+    ta_note_busy(busy0, t0, t1);
 #undef T
 
     TA(ta_tensor_wait(all, TA_WAIT_FOREVER, NULL));
@@ -657,6 +684,7 @@ static const run_fn runs[NBENCH][NIMPL] = {
 
 typedef struct {
     double warm_s, secs[MAXREP], maxerr;
+    double busy[MAXREP]; /* workers' busy share of each timed run; -1: not tensorasync */
     int n;
     double wall_ns, sys_ns, self_ns;
 } series_t;
@@ -814,12 +842,15 @@ int main(int argc, char **argv) {
                 settle_threads(impl_label(b, i));
                 series_t *s = &ser[b][i];
                 double w0 = now_ns(), sys0 = system_busy_ns(), self0 = self_cpu_ns();
-                double err = 0, ns = runs[b][i](&err);
+                double err = 0;
+                g_busy_share = -1;
+                double ns = runs[b][i](&err);
                 double w1 = now_ns(), sys1 = system_busy_ns(), self1 = self_cpu_ns();
                 if (err > s->maxerr) s->maxerr = err;
                 if (round == 0) {
                     s->warm_s = ns / 1e9;
                 } else {
+                    s->busy[s->n] = g_busy_share;
                     s->secs[s->n++] = ns / 1e9;
                     /* shares over the whole run call (setup included): a coarse check */
                     s->wall_ns += w1 - w0;
@@ -863,8 +894,13 @@ int main(int argc, char **argv) {
             if (other > max_other) max_other = other;
             printf("  %-9s %-16s warm-up %.3f s, runs", bench_key[b], impl_label(b, i), s->warm_s);
             for (int r = 0; r < s->n; r++) printf(" %.3f", s->secs[r]);
-            printf(" s -> median %.1f GF/s, best %.1f GF/s | sampled max error %.2g%s | other load %.0f%%\n",
+            printf(" s -> median %.1f GF/s, best %.1f GF/s | sampled max error %.2g%s | other load %.0f%%",
                    med[b][i], best[b][i], s->maxerr, b == B_CHOL ? " (relative)" : "", 100 * other);
+            if (s->n > 0 && s->busy[0] >= 0) {
+                printf(" | workers busy");
+                for (int r = 0; r < s->n; r++) printf(" %.1f%%", 100 * s->busy[r]);
+            }
+            printf("\n");
         }
     }
 
