@@ -137,10 +137,7 @@ impl Shared {
         if self.stored.load(Ordering::Relaxed) == 0 {
             return false;
         }
-        let mut d = self.depot.lock();
-        let refilled = d.refill(m);
-        self.stored.store(d.len, Ordering::Relaxed);
-        refilled
+        self.locked(|d| d.refill(m))
     }
 
     /// As [`Depot::store`]; without the lock when the depot was full.
@@ -148,10 +145,15 @@ impl Shared {
         if self.stored.load(Ordering::Relaxed) == DEPOT {
             return false;
         }
+        self.locked(|d| d.store(m))
+    }
+
+    /// `f` on the depot under its lock, then its count recorded beside it.
+    fn locked<R>(&self, f: impl FnOnce(&mut Depot) -> R) -> R {
         let mut d = self.depot.lock();
-        let stored = d.store(m);
+        let r = f(&mut d);
         self.stored.store(d.len, Ordering::Relaxed);
-        stored
+        r
     }
 }
 

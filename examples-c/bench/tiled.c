@@ -55,7 +55,7 @@
  * implementation's runs (/proc/stat). Above 10%, verdicts say "(noisy)".
  *
  * Workers busy (tensorasync rows): the share of each timed run that the
- * runtime's workers spent running tasks (ta_runtime_worker_busy_ns). Near
+ * runtime's workers spent running tasks (ta_stats.busy_ns). Near
  * 100%, no core waited for the scheduler, and what separates the row from
  * its peers is the tile kernels' speed.
  *
@@ -257,14 +257,11 @@ static void ta_stop(void) {
     g_rt = NULL;
 }
 
-/* The workers' busy time so far, summed (ta_runtime_worker_busy_ns). */
+/* The workers' busy time so far, summed over them (ta_stats.busy_ns). */
 static double ta_busy_ns(void) {
-    uint64_t busy[NTHREADS] = {0};
-    size_t count = 0;
-    TA(ta_runtime_worker_busy_ns(g_rt, busy, NTHREADS, &count));
-    double sum = 0;
-    for (size_t w = 0; w < count && w < NTHREADS; w++) sum += (double)busy[w];
-    return sum;
+    ta_stats st = {.struct_size = sizeof st};
+    TA(ta_runtime_stats(g_rt, &st));
+    return (double)st.busy_ns;
 }
 
 /* The share of the timed region that the tensorasync workers spent running

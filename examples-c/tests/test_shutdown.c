@@ -287,7 +287,7 @@ static long live_workers;
 
 static void worker_exits(void *p) {
     (void)p;
-    __atomic_sub_fetch(&live_workers, 1, __ATOMIC_SEQ_CST);
+    atomic_add(&live_workers, -1);
 }
 
 static ta_status mark_worker(const ta_view *v, size_t n, void *ud, ta_kernel_ctx *ctx) {

@@ -55,13 +55,9 @@ impl Drop for UserHandle {
         // `Task::runtime`): the runtime must outlive every admitted task.
         if self.inner.is_current_worker() {
             let inner = self.inner.clone();
-            std::thread::spawn(move || {
-                inner.drain_to_idle(ShutdownMode::Drain);
-                inner.await_last_reference();
-            });
+            std::thread::spawn(move || inner.close_last_handle());
         } else {
-            self.inner.drain_to_idle(ShutdownMode::Drain);
-            self.inner.await_last_reference();
+            self.inner.close_last_handle();
         }
     }
 }
@@ -84,6 +80,13 @@ impl RuntimeInner {
         }
         let _ = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s != STOPPED).then_some(STOPPED));
         observe::runtime_stopped(self.id);
+    }
+
+    /// What the last user handle's drop does: drain everything submitted,
+    /// then let the runtime drop (and join its threads) here if it can.
+    fn close_last_handle(self: &Arc<Self>) {
+        self.drain_to_idle(ShutdownMode::Drain);
+        self.await_last_reference();
     }
 
     /// Wait, briefly, for the drainers of a stopped runtime to exit and

@@ -4,7 +4,7 @@
 //! library, fork, or check for leaks). A rayon pool on its own only asks
 //! its threads to stop when dropped.
 
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 
 /// The join handles of one pool's threads. Declared after the pool in
 /// [`super::pool::RuntimeInner`], so that it drops after the pool has told
@@ -42,7 +42,7 @@ impl Drop for WorkerThreads {
         }
         // The last reference can go on one of the pool's own threads (a
         // drainer that exits last): that thread is left to finish alone.
-        let me: ThreadId = std::thread::current().id();
+        let me = std::thread::current().id();
         for h in self.handles.drain(..) {
             if h.thread().id() != me {
                 // A worker that panicked outside a job has already reported
