@@ -994,10 +994,9 @@ ta_status ta_blocks_tile(const struct ta_blocks *blocks,
  * composite hazard set (its reads wait for each tile's writers; its writes
  * are exclusive over all of them).
  *
- * A slice, permutation, transpose or reshape of a coalesced view is a
- * coalesced view too, ordered on the same blocks (a transposed panel, for
- * example); its conjugate fails with `TA_STATUS_UNSUPPORTED` (take
- * conjugates of the tiles instead).
+ * A slice, permutation, transpose, reshape or conjugate of a coalesced
+ * view is a coalesced view too, ordered on the same blocks (a transposed
+ * panel, or its conjugate, for example).
  */
 ta_status ta_blocks_coalesce(const struct ta_blocks *blocks,
                              size_t rank,

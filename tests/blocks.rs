@@ -55,6 +55,55 @@ fn tiles_ragged_edges_and_descriptors() {
     assert_eq!(e.status(), Status::ShapeMismatch);
 }
 
+/// The conjugate of a coalesced view (and of its transpose) reads the
+/// conjugated elements of every covered tile, takes part in products as a
+/// conjugated operand, is refused as an output, and is the identity (still
+/// read-only) for a real array; the conjugate of the conjugate reads the
+/// original elements again.
+#[test]
+fn coalesced_views_conjugate() {
+    use num_complex::Complex64 as Z;
+    let z = |i: usize, j: usize| Z::new((10 * i + j) as f64, i as f64 - 2.0 * j as f64);
+    let (n, cols) = (4, 6);
+    let b = BlockArray::tiled(DType::C128, &[n, cols], &[2, 2], Order::RowMajor, Domain::Host).unwrap();
+    let data: Vec<Z> = (0..n * cols).map(|k| z(k / cols, k % cols)).collect();
+    let all = b.all().unwrap();
+    ops::copy(&all, &Tensor::from_slice(&[n, cols], Order::RowMajor, &data).unwrap(), Submit::default())
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
+    // Tile columns 1..3 (columns 2..6), all rows: a 4 x 4 panel.
+    let panel = b.coalesce(&[0, 1], &[2, 3]).unwrap();
+    let pc = panel.conj().unwrap();
+    assert!(pc.is_conj() && pc.is_read_only() && !panel.is_conj() && !panel.is_read_only());
+    let want: Vec<Z> = (0..n * 4).map(|k| z(k / 4, k % 4 + 2).conj()).collect();
+    assert_eq!(pc.to_vec::<Z>().unwrap(), want);
+    assert_eq!(pc.conj().unwrap().to_vec::<Z>().unwrap(), panel.to_vec::<Z>().unwrap());
+    let pct = pc.transpose().unwrap();
+    assert!(pct.is_conj(), "a transpose of the conjugate stays conjugated");
+    // G = P^H P through the conjugated, transposed panel, against a loop.
+    let g = Tensor::zeros(DType::C128, &[4, 4], Order::RowMajor, Domain::Host).unwrap();
+    ops::assign_product(&g, Scalar::real(1.0), &pct, &panel, Submit::default()).unwrap().wait(LONG).unwrap();
+    let got = g.to_vec::<Z>().unwrap();
+    for i in 0..4 {
+        for j in 0..4 {
+            let want: Z = (0..n).map(|r| z(r, i + 2).conj() * z(r, j + 2)).sum();
+            assert!((got[i * 4 + j] - want).norm() < 1e-9, "P^H P ({i}, {j}): {} against {want}", got[i * 4 + j]);
+        }
+    }
+    // An output: refused, naming the conjugate.
+    let e = ops::fill(&pc, Scalar::real(0.0), Submit::default()).unwrap_err();
+    assert_eq!(e.status(), Status::ReadOnly);
+    assert!(e.message().contains("conj"), "{}", e.message());
+    // Real: the identity, still read-only.
+    let r = tiled(&[4, 4], &[2, 2]);
+    fill_with(&r, 4, 4, |i, j| (i * 10 + j) as f64);
+    let rc = r.all().unwrap().conj().unwrap();
+    assert!(!rc.is_conj() && rc.is_read_only());
+    assert_eq!(read_f64(&rc), read_f64(&r.all().unwrap()));
+    assert_eq!(ops::fill(&rc, Scalar::real(0.0), Submit::default()).unwrap_err().status(), Status::ReadOnly);
+}
+
 /// A leading dimension whose byte stride is a multiple of 1 KiB is padded by
 /// one cache line on the host (column-major: the column stride; row-major:
 /// the row stride); other extents stay dense. Values are where the indices

@@ -411,7 +411,7 @@ pub(crate) fn submit<C: Completion>(
     // Static checks: read-only outputs, and outputs sharing an input's queue.
     for (t, m) in operands {
         if m.writes() && t.is_read_only() {
-            let what = if t.is_conj() || t.view().is_some_and(|v| !v.root.read_only()) {
+            let what = if t.is_conj() || t.coalesced().is_some() || t.view().is_some_and(|v| !v.root.read_only()) {
                 "a read-only view (conj)"
             } else {
                 "read-only"
@@ -595,7 +595,7 @@ fn enroll<C: Completion>(
             if let Some(v) = t.view() {
                 a.set_geometry(v.geometry());
             } else if let Some(c) = t.coalesced() {
-                a.set_geometry(crate::tensor::view::Geometry { data: c.data(), layout: &c.layout, conj: false });
+                a.set_geometry(crate::tensor::view::Geometry { data: c.data(), layout: &c.layout, conj: c.conj });
             } else if let Some(c) = locked.state(i).contents.as_deref() {
                 a.set_geometry(crate::tensor::view::Geometry {
                     data: c.data(a.value().dtype()),

@@ -252,7 +252,7 @@ impl BlockArray {
 
     /// One view over tiles `lo..hi` (per axis) of a tiled array: a strided
     /// sub-array enrolling in every covered tile's queue, as do its slices,
-    /// permutations and reshapes (its conjugate is refused).
+    /// permutations, reshapes and conjugate.
     ///
     /// ```
     /// use tensorasync::{ops, BlockArray, DType, Order, Scalar, Submit};
@@ -303,6 +303,8 @@ impl BlockArray {
             dtype: self.0.dtype,
             members,
             layout: Layout { offset, extents: ext, strides: whole.strides.clone() },
+            conj: false,
+            read_only: false,
         }))
     }
 
@@ -363,7 +365,14 @@ impl BlockArray {
         let mut layout = Layout::contiguous(&ext, order);
         layout.offset = ls[0].offset;
         let members = self.0.blocks[first..=last].iter().cloned().collect();
-        Ok(Tensor::of_coalesced(Coalesced { storage: self.0.storage.clone(), dtype: self.0.dtype, members, layout }))
+        Ok(Tensor::of_coalesced(Coalesced {
+            storage: self.0.storage.clone(),
+            dtype: self.0.dtype,
+            members,
+            layout,
+            conj: false,
+            read_only: false,
+        }))
     }
 
     /// The whole array as one view over every block.

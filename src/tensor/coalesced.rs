@@ -19,9 +19,28 @@ pub(crate) struct Coalesced {
     pub(crate) members: SmallVec<[ValueRc; 4]>,
     /// Where the elements are in the shared storage (absolute offset).
     pub(crate) layout: Layout,
+    /// Reads conjugate (complex dtypes only), as for a view.
+    pub(crate) conj: bool,
+    /// Writes are rejected (a conjugate).
+    pub(crate) read_only: bool,
 }
 
 impl Coalesced {
+    /// The same blocks with another layout (a slice, permutation or reshape).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Coalesced {
+        Coalesced { storage: self.storage.clone(), members: self.members.clone(), layout, ..*self }
+    }
+
+    /// The conjugate: lazy for complex dtypes, the identity for real ones;
+    /// read-only either way (as [`crate::tensor::view::View`]'s).
+    pub(crate) fn conjugate(&self) -> Coalesced {
+        Coalesced {
+            conj: self.dtype.is_complex() && !self.conj,
+            read_only: true,
+            ..self.with_layout(self.layout.clone())
+        }
+    }
+
     pub(crate) fn data(&self) -> *mut u8 {
         // SAFETY: the layout lies inside the shared storage, which `storage` keeps alive.
         unsafe { self.storage.ptr().offset(self.layout.offset * self.dtype.size() as isize) }

@@ -243,7 +243,7 @@ impl Tensor {
         match &self.0 {
             Repr::Value(v) => v.read_only(),
             Repr::View(v) => v.read_only,
-            Repr::Coalesced(_) => false,
+            Repr::Coalesced(c) => c.read_only,
         }
     }
 
@@ -271,7 +271,11 @@ impl Tensor {
     /// assert_eq!(c.to_vec::<Complex64>().unwrap(), vec![Complex64::new(1.0, -1.0)]);
     /// ```
     pub fn is_conj(&self) -> bool {
-        self.view().is_some_and(|v| v.conj)
+        match &self.0 {
+            Repr::Value(_) => false,
+            Repr::View(v) => v.conj,
+            Repr::Coalesced(c) => c.conj,
+        }
     }
 
     /// The extents as known at submission time, `None` while unconstructed.
@@ -344,15 +348,7 @@ impl Tensor {
         let v = match &self.0 {
             Repr::View(v) => f(v)?,
             Repr::Value(v) => f(&View::of_root(v, origin)?)?,
-            Repr::Coalesced(c) => {
-                let layout = g(&c.layout)?;
-                return Ok(Tensor::of_coalesced(Coalesced {
-                    storage: c.storage.clone(),
-                    dtype: c.dtype,
-                    members: c.members.clone(),
-                    layout,
-                }));
-            }
+            Repr::Coalesced(c) => return Ok(Tensor::of_coalesced(c.with_layout(g(&c.layout)?))),
         };
         Ok(Tensor::of_view(v))
     }
@@ -416,17 +412,10 @@ impl Tensor {
     /// assert_eq!(t.conj().unwrap().conj().unwrap().to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, 2.0)]);
     /// ```
     pub fn conj(&self) -> Result<Tensor> {
-        self.derive(
-            "tensor_conj",
-            |v| Ok(v.conjugate()),
-            |_| {
-                Err(Error::new(
-                    Status::Unsupported,
-                    "tensor_conj",
-                    "a conjugate of a coalesced block view is not supported; take conjugates of its tiles",
-                ))
-            },
-        )
+        if let Repr::Coalesced(c) = &self.0 {
+            return Ok(Tensor::of_coalesced(c.conjugate()));
+        }
+        self.derive("tensor_conj", |v| Ok(v.conjugate()), |l| Ok(l.clone()))
     }
 
     /// A view with new extents over the same elements read in `order`; the

@@ -478,9 +478,8 @@ end
 # (`hi` is exclusive, unlike the inclusive `last` of `ta_blocks_coalesce_range`): a strided
 # sub-array that enrolls in every covered tile's queue as one composite hazard set (its reads
 # wait for each tile's writers; its writes are exclusive over all of them). A slice,
-# permutation, transpose or reshape of a coalesced view is a coalesced view too, ordered on the
-# same blocks (a transposed panel, for example); its conjugate fails with
-# `TA_STATUS_UNSUPPORTED` (take conjugates of the tiles instead).
+# permutation, transpose, reshape or conjugate of a coalesced view is a coalesced view too,
+# ordered on the same blocks (a transposed panel, or its conjugate, for example).
 function ta_blocks_coalesce(blocks, rank, lo, hi, view_out, error)
     @ccall libtensorasync.ta_blocks_coalesce(blocks::Ptr{ta_blocks}, rank::Csize_t, lo::Ptr{Csize_t}, hi::Ptr{Csize_t}, view_out::Ptr{Ptr{ta_tensor}}, error::Ptr{Ptr{ta_error}})::ta_status
 end
