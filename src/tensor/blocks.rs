@@ -298,14 +298,8 @@ impl BlockArray {
                 self.0.blocks[ravel(&idx, grid)].clone()
             })
             .collect();
-        Ok(Tensor::of_coalesced(Coalesced {
-            storage: self.0.storage.clone(),
-            dtype: self.0.dtype,
-            members,
-            layout: Layout { offset, extents: ext, strides: whole.strides.clone() },
-            conj: false,
-            read_only: false,
-        }))
+        let layout = Layout { offset, extents: ext, strides: whole.strides.clone() };
+        Ok(Tensor::of_coalesced(Coalesced::new(self.0.storage.clone(), self.0.dtype, members, layout)))
     }
 
     /// One view over list blocks `first..=last`: they must be adjacent and
@@ -365,14 +359,7 @@ impl BlockArray {
         let mut layout = Layout::contiguous(&ext, order);
         layout.offset = ls[0].offset;
         let members = self.0.blocks[first..=last].iter().cloned().collect();
-        Ok(Tensor::of_coalesced(Coalesced {
-            storage: self.0.storage.clone(),
-            dtype: self.0.dtype,
-            members,
-            layout,
-            conj: false,
-            read_only: false,
-        }))
+        Ok(Tensor::of_coalesced(Coalesced::new(self.0.storage.clone(), self.0.dtype, members, layout)))
     }
 
     /// The whole array as one view over every block.

@@ -26,6 +26,17 @@ pub(crate) struct Coalesced {
 }
 
 impl Coalesced {
+    /// A view over `members`, blocks of the array whose allocation is
+    /// `storage`, its elements where `layout` says; read-write, not conjugated.
+    pub(crate) fn new(
+        storage: Arc<Storage>,
+        dtype: DType,
+        members: SmallVec<[ValueRc; 4]>,
+        layout: Layout,
+    ) -> Coalesced {
+        Coalesced { storage, dtype, members, layout, conj: false, read_only: false }
+    }
+
     /// The same blocks with another layout (a slice, permutation or reshape).
     pub(crate) fn with_layout(&self, layout: Layout) -> Coalesced {
         Coalesced { storage: self.storage.clone(), members: self.members.clone(), layout, ..*self }
