@@ -154,6 +154,10 @@ impl RuntimeInner {
         WORKER_OF.with(|w| std::ptr::eq(w.borrow().as_ptr(), self))
     }
 
+    fn stopped(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == STOPPED
+    }
+
     pub(crate) fn cancelled(&self) -> bool {
         self.state.load(Ordering::Acquire) == CANCELLING
     }
@@ -369,7 +373,9 @@ impl RuntimeInner {
             // idle, under it. Pieces of parallel kernels are taken by workers
             // that are not draining, and by this one once it exits.)
             last_clock = Instant::now();
-            if last_clock.saturating_duration_since(idle_since) >= DRAIN_SPIN {
+            // A stopped runtime gets no more work: its last handle waits for
+            // the drainers to leave (see `await_last_reference`).
+            if last_clock.saturating_duration_since(idle_since) >= DRAIN_SPIN || self.stopped() {
                 self.idle_drainers.fetch_sub(1, Ordering::SeqCst);
                 self.drainers.fetch_sub(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
