@@ -11,6 +11,7 @@ use crate::tensor::storage::Storage;
 use crate::tensor::value::ValueRc;
 
 /// A coalesced view: several blocks as one strided tensor.
+#[derive(Clone)]
 pub(crate) struct Coalesced {
     /// The block array's shared allocation (the blocks' storages are parts of it).
     pub(crate) storage: Arc<Storage>,
@@ -45,11 +46,7 @@ impl Coalesced {
     /// The conjugate: lazy for complex dtypes, the identity for real ones;
     /// read-only either way (as [`crate::tensor::view::View`]'s).
     pub(crate) fn conjugate(&self) -> Coalesced {
-        Coalesced {
-            conj: self.dtype.is_complex() && !self.conj,
-            read_only: true,
-            ..self.with_layout(self.layout.clone())
-        }
+        Coalesced { conj: self.dtype.is_complex() && !self.conj, read_only: true, ..self.clone() }
     }
 
     pub(crate) fn data(&self) -> *mut u8 {

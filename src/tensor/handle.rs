@@ -337,18 +337,18 @@ impl Tensor {
     }
 
     /// Derive a new view from this handle seen as a view: `f` makes it from
-    /// a view of a value; `g` gives the layout of the same view of a
-    /// coalesced block view (which keeps enrolling in every covered block).
+    /// a view of a value; `g` makes the same view of a coalesced block view
+    /// (which keeps enrolling in every covered block).
     fn derive(
         &self,
         origin: &'static str,
         f: impl FnOnce(&View) -> Result<View>,
-        g: impl FnOnce(&Layout) -> Result<Layout>,
+        g: impl FnOnce(&Coalesced) -> Result<Coalesced>,
     ) -> Result<Tensor> {
         let v = match &self.0 {
             Repr::View(v) => f(v)?,
             Repr::Value(v) => f(&View::of_root(v, origin)?)?,
-            Repr::Coalesced(c) => return Ok(Tensor::of_coalesced(c.with_layout(g(&c.layout)?))),
+            Repr::Coalesced(c) => return Ok(Tensor::of_coalesced(g(c)?)),
         };
         Ok(Tensor::of_view(v))
     }
@@ -365,7 +365,7 @@ impl Tensor {
     /// assert_eq!(v.to_vec::<i32>().unwrap(), vec![6, 5, 4]);
     /// ```
     pub fn slice(&self, specs: &[SliceSpec]) -> Result<Tensor> {
-        self.derive("tensor_slice", |v| v.slice(specs), |l| Ok(view::sliced(l, specs)?.0))
+        self.derive("tensor_slice", |v| v.slice(specs), |c| Ok(c.with_layout(view::sliced(&c.layout, specs)?.0)))
     }
 
     /// A view with axes reordered: axis `j` of the result is axis `perm[j]` of this one.
@@ -379,7 +379,7 @@ impl Tensor {
     /// assert!(t.permute(&[0, 0, 1]).is_err());
     /// ```
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
-        self.derive("tensor_permute", |v| v.permute(perm), |l| Ok(view::permuted(l, perm)?.0))
+        self.derive("tensor_permute", |v| v.permute(perm), |c| Ok(c.with_layout(view::permuted(&c.layout, perm)?.0)))
     }
 
     /// A view with the axes in reverse order (the matrix transpose for rank 2).
@@ -397,7 +397,11 @@ impl Tensor {
             .ok_or_else(|| Error::new(Status::Unconstructed, "tensor_transpose", "the tensor is unconstructed"))?
             .len();
         let perm: SmallVec<[usize; 4]> = (0..rank).rev().collect();
-        self.derive("tensor_transpose", |v| v.permute(&perm), |l| Ok(view::permuted(l, &perm)?.0))
+        self.derive(
+            "tensor_transpose",
+            |v| v.permute(&perm),
+            |c| Ok(c.with_layout(view::permuted(&c.layout, &perm)?.0)),
+        )
     }
 
     /// A read-only conjugate view: lazy for complex dtypes (kernels read the
@@ -412,10 +416,7 @@ impl Tensor {
     /// assert_eq!(t.conj().unwrap().conj().unwrap().to_vec::<Complex32>().unwrap(), vec![Complex32::new(1.0, 2.0)]);
     /// ```
     pub fn conj(&self) -> Result<Tensor> {
-        if let Repr::Coalesced(c) = &self.0 {
-            return Ok(Tensor::of_coalesced(c.conjugate()));
-        }
-        self.derive("tensor_conj", |v| Ok(v.conjugate()), |l| Ok(l.clone()))
+        self.derive("tensor_conj", |v| Ok(v.conjugate()), |c| Ok(c.conjugate()))
     }
 
     /// A view with new extents over the same elements read in `order`; the
@@ -432,7 +433,11 @@ impl Tensor {
     /// assert_eq!(e.status(), Status::NotContiguous);
     /// ```
     pub fn reshape(&self, extents: &[usize], order: Order) -> Result<Tensor> {
-        self.derive("tensor_reshape", |v| v.reshape(extents, order), |l| view::reshaped(l, extents, order))
+        self.derive(
+            "tensor_reshape",
+            |v| v.reshape(extents, order),
+            |c| Ok(c.with_layout(view::reshaped(&c.layout, extents, order)?)),
+        )
     }
 }
 
