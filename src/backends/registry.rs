@@ -23,7 +23,7 @@ use crate::resolved::ResolvedView;
 
 /// Host backends in preference order: the native backend first (measured at
 /// least as fast as the system BLAS on the runtime's workers for every gemm
-/// but the large ones [`blas_wins`] names), then the system BLAS, which
+/// but those [`blas_wins`] names), then the system BLAS, which
 /// callers can pick with a selector and which declines what it cannot run.
 static HOST: &[&dyn Backend] = &[&NativeBackend, &BlasBackend];
 
@@ -57,6 +57,37 @@ pub(crate) const BLAS_GEMM_MIN_AVX512: usize = 2048;
 /// system BLAS on an AVX2 CPU").
 pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 
+/// On an AVX2 CPU without AVX-512, f64 products with every extent from this
+/// on whose right operand BLAS reads transposed (the `tb` of
+/// [`crate::kernels::blas_plan::plan`]: with C column-major, a B stored by
+/// rows, such as the transposed tile `A_jk^T` of a tiled Cholesky's update)
+/// run faster on a tuned OpenBLAS than on the native backend, whose AVX2
+/// kernels lose ground on such an operand. A stream of `ta_gemm` on two
+/// outputs alternated (both workers busy, one call each), BLAS over native,
+/// medians of 9 alternated rounds on Zen 3, OpenBLAS's Zen kernel: 128 1.04-1.09x,
+/// 256 1.10-1.17x, 384 1.23-1.33x, 512 1.37-1.47x, in each layout that
+/// gives BLAS a transposed B (B transposed, A and B transposed, C and B row-major);
+/// the same products without it ran 0.90-0.99x up to 384. The tiled Cholesky
+/// (n = 4096, 256-tiles) ran 0.93-1.00x StarPU with its updates on the BLAS
+/// against 0.78-0.85x on the native backend, four alternated pairs
+/// (docs/perf-notes/kernels.md, "Products with a transposed right operand on AVX2").
+pub(crate) const BLAS_F64_ROW_B_MIN_AVX2: usize = 128;
+
+/// [`BLAS_F64_ROW_B_MIN_AVX2`] for f32: 128 0.999x, 192 1.03x, 256 1.12x,
+/// 384 1.24x. Complex products were not measured there and keep
+/// [`BLAS_GEMM_MIN_AVX2`].
+pub(crate) const BLAS_F32_ROW_B_MIN_AVX2: usize = 256;
+
+/// The smallest extent from which a real product of `dtype` whose right
+/// operand BLAS reads transposed goes to the BLAS first on AVX2.
+fn row_b_min_avx2(dtype: DType) -> Option<usize> {
+    match dtype {
+        DType::F64 => Some(BLAS_F64_ROW_B_MIN_AVX2),
+        DType::F32 => Some(BLAS_F32_ROW_B_MIN_AVX2),
+        _ => None,
+    }
+}
+
 /// On an AMD CPU with AVX-512 (Zen 4), f64 products with every extent in
 /// this range ran faster as one call of a tuned OpenBLAS (one thread, on the
 /// worker) than on the native backend, where products of more than 16³
@@ -87,18 +118,30 @@ fn mid_range_amd_avx512(dtype: DType) -> Option<std::ops::RangeInclusive<usize>>
     }
 }
 
+/// A product's dtype and extents (`C` is `m x n`, the inner extent `k`).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Product {
+    pub(crate) dtype: DType,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+}
+
 /// The dispatch policy between the two host backends that both run gemm:
 /// whether a product of `dtype` and extents `m x n x k` goes to a system
 /// BLAS that is `tuned` (see `Blas::tuned_for_this_cpu`) before the native
 /// backend, on a CPU of x86-64 level `cpu` (see `sysblas::library::cpu_level`:
-/// 3 is AVX2, 4 AVX-512) made by AMD or not (`amd`). Elsewhere than AVX2 and
-/// AVX-512 nothing was measured, and only large complex products go to the
-/// BLAS.
-pub(crate) fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>, amd: bool) -> bool {
+/// 3 is AVX2, 4 AVX-512) made by AMD or not (`amd`). `row_b` tells whether
+/// BLAS would read the right operand transposed; it is asked only where the
+/// answer matters (a plan costs more than a tiny product). Elsewhere than
+/// AVX2 and AVX-512 nothing was measured, and only large complex products go
+/// to the BLAS.
+pub(crate) fn blas_wins(p: Product, row_b: impl Fn() -> bool, tuned: bool, cpu: Option<u8>, amd: bool) -> bool {
+    let Product { dtype, m, n, k } = p;
     let (min, max) = (m.min(n).min(k), m.max(n).max(k));
     tuned
         && match cpu {
-            Some(3) => min >= BLAS_GEMM_MIN_AVX2,
+            Some(3) => min >= BLAS_GEMM_MIN_AVX2 || (row_b_min_avx2(dtype).is_some_and(|r| min >= r) && row_b()),
             Some(4) => {
                 min >= BLAS_GEMM_MIN_AVX512
                     || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| r.contains(&min) && r.contains(&max)))
@@ -115,13 +158,26 @@ fn host_order(op: &KernelOp, views: &[ResolvedView<'_>]) -> &'static [&'static d
     let ([m, n], [_, k]) = (c.extents, a.extents) else { return HOST };
     let cpu = crate::sysblas::library::cpu_level();
     let amd = crate::sysblas::library::cpu_is_amd();
-    let wins = |tuned| blas_wins(c.dtype, *m, *n, *k, tuned, cpu, amd);
+    let row_b = || right_operand_transposed(views);
+    let p = Product { dtype: c.dtype, m: *m, n: *n, k: *k };
+    let wins = |tuned| blas_wins(p, row_b, tuned, cpu, amd);
     // The library is looked at only for products the policy could send to it.
     if wins(true) && wins(crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu())) {
         HOST_BLAS_FIRST
     } else {
         HOST
     }
+}
+
+/// Whether BLAS would read the right operand of the product C = A·B on
+/// `views` (C, A, B first) transposed: B stored by rows under a column-major
+/// C, or A stored by columns under a row-major C (BLAS then computes
+/// `C^T = B^T·A^T`). False where BLAS cannot take the layout at all.
+fn right_operand_transposed(views: &[ResolvedView<'_>]) -> bool {
+    use crate::kernels::{blas_plan::plan, mat2::Mat2, operand::Operand};
+    let [c, a, b, ..] = views else { return false };
+    let m = |v| Mat2::<u8>::from_operand(&Operand::from(v));
+    plan(&m(c), &m(a), &m(b)).is_ok_and(|p| p.tb != b'N')
 }
 
 /// Device backends (every CUDA device, real or simulated).
@@ -283,6 +339,11 @@ mod tests {
         }
     }
 
+    /// [`blas_wins`] for a product whose right operand BLAS reads as stored.
+    fn blas_wins(dtype: DType, m: usize, n: usize, k: usize, tuned: bool, cpu: Option<u8>, amd: bool) -> bool {
+        super::blas_wins(Product { dtype, m, n, k }, || false, tuned, cpu, amd)
+    }
+
     fn fake(name: &'static str, decline: bool) -> Fake {
         Fake { name, decline, ran: Default::default() }
     }
@@ -414,6 +475,76 @@ mod tests {
                 assert!(!blas_wins(dtype, n, n, n, true, Some(4), true), "{n} {dtype:?}");
             }
         }
+    }
+
+    #[test]
+    fn real_products_with_a_transposed_right_operand_go_to_the_blas_from_mid_sizes_on_avx2() {
+        let p = |dtype, m, n, k| Product { dtype, m, n, k };
+        let never = || -> bool { panic!("the layout was asked where it does not matter") };
+        for (dtype, min) in [(DType::F64, BLAS_F64_ROW_B_MIN_AVX2), (DType::F32, BLAS_F32_ROW_B_MIN_AVX2)] {
+            for (m, n, k) in [(min, min, min), (2 * min, min, 3 * min), (BLAS_GEMM_MIN_AVX2 - 1, min, min)] {
+                let what = format!("{m}x{n}x{k} {dtype:?}");
+                for amd in [false, true] {
+                    assert!(super::blas_wins(p(dtype, m, n, k), || true, true, Some(3), amd), "{what}");
+                    assert!(!super::blas_wins(p(dtype, m, n, k), || false, true, Some(3), amd), "{what}: B as stored");
+                    assert!(!super::blas_wins(p(dtype, m, n, k), || true, false, Some(3), amd), "{what}: untuned");
+                }
+                for cpu in [Some(4), Some(2), None] {
+                    assert!(!super::blas_wins(p(dtype, m, n, k), never, true, cpu, false), "{what} {cpu:?}");
+                }
+            }
+            for (m, n, k) in [(min - 1, min, min), (min, min - 1, min), (min, min, min - 1), (4, 4, 4)] {
+                assert!(!super::blas_wins(p(dtype, m, n, k), never, true, Some(3), false), "{m}x{n}x{k} {dtype:?}");
+            }
+        }
+        // Complex products: only from BLAS_GEMM_MIN_AVX2, whatever the layout.
+        for dtype in [DType::C64, DType::C128] {
+            assert!(!super::blas_wins(p(dtype, 512, 512, 512), never, true, Some(3), false), "{dtype:?}");
+        }
+    }
+
+    #[test]
+    fn the_right_operand_is_transposed_where_blas_reads_it_by_rows() {
+        const E: &[usize] = &[4, 4];
+        let v = |strides: &'static [isize]| ResolvedView {
+            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            dtype: DType::F64,
+            extents: E,
+            strides,
+            mode: crate::queue::Mode::Read,
+            domain: Domain::Host,
+            conj: false,
+        };
+        const COL: &[isize] = &[1, 4];
+        const ROW: &[isize] = &[4, 1];
+        const NEITHER: &[isize] = &[8, 2];
+        // (C, A, B): BLAS computes C = op(A)·op(B) for a column-major C, and
+        // C^T = op(B^T)·op(A^T) for a row-major one.
+        for (c, a, b, want) in [
+            (COL, COL, COL, false),
+            (COL, ROW, COL, false),
+            (COL, COL, ROW, true),
+            (COL, ROW, ROW, true),
+            (ROW, ROW, ROW, false),
+            (ROW, COL, ROW, true),
+            (ROW, ROW, COL, false),
+            (COL, COL, NEITHER, false),
+        ] {
+            assert_eq!(right_operand_transposed(&[v(c), v(a), v(b)]), want, "C {c:?}, A {a:?}, B {b:?}");
+        }
+        // On this machine, a 256 f64 product with B by rows goes to the BLAS
+        // first exactly where the policy says (AVX2 and a tuned library).
+        const MID: &[usize] = &[256, 256];
+        let w = |strides: &'static [isize]| ResolvedView { extents: MID, ..v(strides) };
+        const COL256: &[isize] = &[1, 256];
+        const ROW256: &[isize] = &[256, 1];
+        let gemm =
+            KernelOp::Gemm { alpha: crate::dispatch::op::ScalarSlot::Imm(crate::dtype::Scalar::real(1.0)), beta: None };
+        let tuned = crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu());
+        let level = crate::sysblas::library::cpu_level();
+        let want = if tuned && level == Some(3) { "blas" } else { "native" };
+        assert_eq!(host_order(&gemm, &[w(COL256), w(COL256), w(ROW256)])[0].name(), want, "{tuned} {level:?}");
+        assert_eq!(host_order(&gemm, &[w(COL256), w(COL256), w(COL256)])[0].name(), "native");
     }
 
     #[test]

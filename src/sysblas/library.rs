@@ -32,8 +32,9 @@
 //! the CPU's instruction-set level, and a fallback is named in
 //! [`blas_info`] with the `OPENBLAS_CORETYPE` setting that fixes it. The
 //! dispatcher puts the system BLAS before the native backend only where it
-//! measured faster (large products, and mid-size real ones on AMD's AVX-512
-//! CPUs: `backends::registry::blas_wins`), and only for a library
+//! measured faster (large products; mid-size real ones on AMD's AVX-512
+//! CPUs, and on AVX2 CPUs those whose right operand it reads transposed:
+//! `backends::registry::blas_wins`), and only for a library
 //! that is [`Blas::tuned_for_this_cpu`]; elsewhere it runs only where a
 //! selector asks for it.
 
