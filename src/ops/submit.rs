@@ -268,7 +268,47 @@ mod sealed {
     }
 }
 
+/// The hazard records of two or three operands that each have one (a
+/// value or a view of one) on as many different values, in address order
+/// (the first `operands.len()` entries), with the record of each operand;
+/// `None` for any other operands.
+#[inline(always)]
+fn distinct_values<'a>(operands: &'a [(&'a Tensor, Mode)]) -> Option<([Hazard<'a>; 3], [usize; 3])> {
+    let n = operands.len();
+    if !(2..=3).contains(&n) {
+        return None;
+    }
+    let (v0, r0) = operands[0].0.single_hazard()?;
+    let (v1, r1) = operands[1].0.single_hazard()?;
+    let (v2, r2) = if n == 3 { operands[2].0.single_hazard()? } else { (v0, r0) };
+    let (values, regions) = ([v0, v1, v2], [r0, r1, r2]);
+    // Operand numbers in address order, by a sorting network (the records
+    // themselves are built once, in that order: moving them costs more).
+    let key = |op: usize| Arc::as_ptr(values[op]);
+    let mut order = [0, 1, 2];
+    let mut sort2 = |i: usize, j: usize| {
+        if key(order[j]) < key(order[i]) {
+            order.swap(i, j);
+        }
+    };
+    sort2(0, 1);
+    if n == 3 {
+        sort2(1, 2);
+        sort2(0, 1);
+    }
+    if (1..n).any(|x| key(order[x]) == key(order[x - 1])) {
+        return None;
+    }
+    let mut slot = [0; 3];
+    for (x, &op) in order[..n].iter().enumerate() {
+        slot[op] = x;
+    }
+    let hazard = |op: usize| Hazard { value: values[op], region: regions[op], op, mode: operands[op].1 };
+    Some(([hazard(order[0]), hazard(order[1]), hazard(order[n - 1])], slot))
+}
+
 /// One hazard record an operand orders on.
+#[derive(Clone, Copy)]
 struct Hazard<'a> {
     value: &'a Arc<Value>,
     region: &'a Region,
@@ -427,6 +467,12 @@ pub(crate) fn submit<C: Completion>(
             let hz = [Hazard { value, region, op: 0, mode: *m }];
             return enroll(name, origin, operands, &hz, &[0], &[0], body, opts, plan);
         }
+    }
+    // Two or three operands on as many different values (axpy, copy, gemm...):
+    // one lock each, in address order, and nothing that could alias.
+    if let Some((hz, slot)) = distinct_values(operands) {
+        let n = operands.len();
+        return enroll(name, origin, operands, &hz[..n], &[0, 1, 2][..n], &slot[..n], body, opts, plan);
     }
     // Every hazard record the operands order on (one per operand, but one
     // per covered block for a coalesced view), in record order: the lock
@@ -752,5 +798,107 @@ pub mod enrollments {
                 t.push((value, stamp));
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ops, DType, Domain, Order, Runtime, Scalar, Status, Submit, Tensor};
+    use std::sync::Arc;
+
+    /// Two operands on two values are locked in address order, whichever
+    /// operand comes first: each is still read and written through its own
+    /// state. Pairs are made until both orders have been seen.
+    #[test]
+    fn two_operand_submissions_see_each_operand_as_itself() {
+        let rt = Runtime::new(1).unwrap();
+        let (mut lower_first, mut higher_first) = (0, 0);
+        let mut round = 0usize;
+        while lower_first < 3 || higher_first < 3 {
+            assert!(round < 256, "the allocator gave one address order only");
+            let n = 2 + round % 3;
+            let data: Vec<f64> = (0..n).map(|i| (10 * round + i) as f64).collect();
+            let unconstructed = || Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+            let source = || Tensor::from_slice(&[n], Order::RowMajor, &data).unwrap();
+            // Made in either order, so that their values' addresses come in either order.
+            let (u, s) = if round % 2 == 0 {
+                let u = unconstructed();
+                (u, source())
+            } else {
+                let s = source();
+                (unconstructed(), s)
+            };
+            let addr = |t: &Tensor| Arc::as_ptr(t.single_hazard().unwrap().0) as usize;
+            if addr(&u) < addr(&s) {
+                lower_first += 1;
+            } else {
+                higher_first += 1;
+            }
+            // The copy constructs its destination, operand 0, from operand 1.
+            ops::copy(&u, &s, Submit::on(&rt)).unwrap();
+            assert_eq!(u.extents().unwrap().as_slice(), &[n], "round {round}");
+            assert_eq!(u.to_vec::<f64>().unwrap(), data, "round {round}");
+            assert_eq!(s.to_vec::<f64>().unwrap(), data, "round {round}: the source is unchanged");
+            // A shape mismatch names operand 0's shape first.
+            let other = Tensor::from_slice(&[n + 1], Order::RowMajor, &vec![0.0f64; n + 1]).unwrap();
+            let e = ops::axpy(&other, Scalar::real(1.0), &u, Submit::on(&rt)).unwrap_err();
+            assert_eq!(e.status(), Status::ShapeMismatch);
+            assert_eq!(e.message(), format!("shapes [{}] and [{n}] differ", n + 1), "round {round}");
+            let e = ops::axpy(&u, Scalar::real(1.0), &other, Submit::on(&rt)).unwrap_err();
+            assert_eq!(e.message(), format!("shapes [{n}] and [{}] differ", n + 1), "round {round}");
+            // Reading an unconstructed operand 1 names it, and changes nothing.
+            let fresh = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+            let e = ops::copy(&s, &fresh, Submit::on(&rt)).unwrap_err();
+            assert_eq!(e.status(), Status::Unconstructed);
+            assert_eq!(e.message(), "operand 1 is unconstructed and this operation reads it");
+            assert_eq!(s.to_vec::<f64>().unwrap(), data, "round {round}: a refused copy changes nothing");
+            // An axpy reads operand 1 into operand 0.
+            ops::axpy(&u, Scalar::real(2.0), &s, Submit::on(&rt)).unwrap();
+            assert_eq!(u.to_vec::<f64>().unwrap(), data.iter().map(|x| 3.0 * x).collect::<Vec<_>>());
+            round += 1;
+        }
+    }
+
+    /// The same for three operands on three values: a product constructs
+    /// C (operand 0) from A (1) and B (2) of different shapes, made in every
+    /// order until every address order has been seen.
+    #[test]
+    fn three_operand_submissions_see_each_operand_as_itself() {
+        let rt = Runtime::new(1).unwrap();
+        let (a_data, b_data): (Vec<f64>, Vec<f64>) =
+            ((1..=6).map(f64::from).collect(), (1..=12).map(f64::from).collect());
+        // C = A·B for A 2x3 and B 3x4, row-major.
+        let want: Vec<f64> =
+            (0..8).map(|ij| (0..3).map(|k| a_data[(ij / 4) * 3 + k] * b_data[k * 4 + ij % 4]).sum()).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut round = 0usize;
+        while seen.len() < 6 {
+            assert!(round < 600, "only {} of the 6 address orders were seen", seen.len());
+            let mut made: [Option<Tensor>; 3] = [None, None, None];
+            for k in 0..3 {
+                // The creation order cycles through the six permutations.
+                let which = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]][round % 6][k];
+                made[which] = Some(match which {
+                    0 => Tensor::unconstructed(DType::F64, Domain::Host).unwrap(),
+                    1 => Tensor::from_slice(&[2, 3], Order::RowMajor, &a_data).unwrap(),
+                    _ => Tensor::from_slice(&[3, 4], Order::RowMajor, &b_data).unwrap(),
+                });
+            }
+            let [c, a, b] = made.map(Option::unwrap);
+            let addr = |t: &Tensor| Arc::as_ptr(t.single_hazard().unwrap().0) as usize;
+            let mut order = [(addr(&c), 0), (addr(&a), 1), (addr(&b), 2)];
+            order.sort();
+            seen.insert(order.map(|(_, op)| op));
+            ops::assign_product(&c, Scalar::real(1.0), &a, &b, Submit::on(&rt)).unwrap();
+            assert_eq!(c.extents().unwrap().as_slice(), &[2, 4], "round {round}");
+            assert_eq!(c.to_vec::<f64>().unwrap(), want, "round {round}");
+            assert_eq!(a.to_vec::<f64>().unwrap(), a_data, "round {round}");
+            assert_eq!(b.to_vec::<f64>().unwrap(), b_data, "round {round}");
+            // Swapped inputs do not fit: the error names A's and B's shapes in order.
+            let e = ops::gemm(&c, Scalar::real(1.0), &b, &a, Scalar::real(0.0), Submit::on(&rt)).unwrap_err();
+            assert_eq!(e.status(), Status::ShapeMismatch, "round {round}: {e}");
+            assert!(e.message().contains("3x4") && e.message().find("3x4") < e.message().find("2x3"), "{e}");
+            round += 1;
+        }
     }
 }
