@@ -64,12 +64,12 @@ pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 /// run faster on a tuned OpenBLAS than on the native backend, whose AVX2
 /// kernels lose ground on such an operand. A stream of `ta_gemm` on two
 /// outputs alternated (both workers busy, one call each), BLAS over native,
-/// medians of 9 alternated rounds on Zen 3, OpenBLAS's Zen kernel: 128 1.04-1.09x,
-/// 256 1.10-1.17x, 384 1.23-1.33x, 512 1.37-1.47x, in each layout that
-/// gives BLAS a transposed B (B transposed, A and B transposed, C and B row-major);
-/// the same products without it ran 0.90-0.99x up to 384. The tiled Cholesky
-/// (n = 4096, 256-tiles) ran 0.93-1.00x StarPU with its updates on the BLAS
-/// against 0.78-0.85x on the native backend, four alternated pairs
+/// medians of 9 alternated rounds on Zen 3, OpenBLAS's Zen kernel: 128
+/// 1.04-1.09x, 256 1.10-1.17x, 384 1.23-1.33x, 512 1.12-1.47x, in each
+/// layout that gives BLAS a transposed B (B transposed, A and B transposed,
+/// C and B row-major); the same products without it ran 0.90-0.99x up to
+/// 384. The tiled Cholesky, whose updates have this form, did not move
+/// measurably: it runs near the machine's dgemm rate with either kernel
 /// (docs/perf-notes/kernels.md, "Products with a transposed right operand on AVX2").
 pub(crate) const BLAS_F64_ROW_B_MIN_AVX2: usize = 128;
 
