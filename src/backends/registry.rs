@@ -344,6 +344,24 @@ mod tests {
         super::blas_wins(Product { dtype, m, n, k }, || false, tuned, cpu, amd)
     }
 
+    /// A host view of `dtype` with these extents and strides (never dereferenced).
+    fn host_view(dtype: DType, extents: &'static [usize], strides: &'static [isize]) -> ResolvedView<'static> {
+        ResolvedView {
+            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            dtype,
+            extents,
+            strides,
+            mode: crate::queue::Mode::Read,
+            domain: Domain::Host,
+            conj: false,
+        }
+    }
+
+    /// `C = 1·A·B`.
+    fn gemm_op() -> KernelOp {
+        KernelOp::Gemm { alpha: crate::dispatch::op::ScalarSlot::Imm(crate::dtype::Scalar::real(1.0)), beta: None }
+    }
+
     fn fake(name: &'static str, decline: bool) -> Fake {
         Fake { name, decline, ran: Default::default() }
     }
@@ -412,19 +430,10 @@ mod tests {
         }
         // The order for views of those shapes (never dereferenced here).
         let views = |dtype, m: &'static [usize], a: &'static [usize]| {
-            let v = |extents| ResolvedView {
-                ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-                dtype,
-                extents,
-                strides: &[1, 1],
-                mode: crate::queue::Mode::Read,
-                domain: Domain::Host,
-                conj: false,
-            };
+            let v = |extents| host_view(dtype, extents, &[1, 1]);
             [v(m), v(a), v(&[1, 1])]
         };
-        let gemm =
-            KernelOp::Gemm { alpha: crate::dispatch::op::ScalarSlot::Imm(crate::dtype::Scalar::real(1.0)), beta: None };
+        let gemm = gemm_op();
         let tuned = crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu());
         let first = |op: &KernelOp, v: &[ResolvedView<'_>]| host_order(op, v)[0].name();
         const BIG: &[usize] = &[BLAS_COMPLEX_GEMM_MIN, BLAS_COMPLEX_GEMM_MIN];
@@ -506,15 +515,7 @@ mod tests {
     #[test]
     fn the_right_operand_is_transposed_where_blas_reads_it_by_rows() {
         const E: &[usize] = &[4, 4];
-        let v = |strides: &'static [isize]| ResolvedView {
-            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-            dtype: DType::F64,
-            extents: E,
-            strides,
-            mode: crate::queue::Mode::Read,
-            domain: Domain::Host,
-            conj: false,
-        };
+        let v = |strides| host_view(DType::F64, E, strides);
         const COL: &[isize] = &[1, 4];
         const ROW: &[isize] = &[4, 1];
         const NEITHER: &[isize] = &[8, 2];
@@ -535,11 +536,10 @@ mod tests {
         // On this machine, a 256 f64 product with B by rows goes to the BLAS
         // first exactly where the policy says (AVX2 and a tuned library).
         const MID: &[usize] = &[256, 256];
-        let w = |strides: &'static [isize]| ResolvedView { extents: MID, ..v(strides) };
+        let w = |strides| host_view(DType::F64, MID, strides);
         const COL256: &[isize] = &[1, 256];
         const ROW256: &[isize] = &[256, 1];
-        let gemm =
-            KernelOp::Gemm { alpha: crate::dispatch::op::ScalarSlot::Imm(crate::dtype::Scalar::real(1.0)), beta: None };
+        let gemm = gemm_op();
         let tuned = crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu());
         let level = crate::sysblas::library::cpu_level();
         let want = if tuned && level == Some(3) { "blas" } else { "native" };
