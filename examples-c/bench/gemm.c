@@ -208,10 +208,11 @@ static int bench_large(char kind, size_t n, int reps) {
     snprintf(name, sizeof name, "%cgemm", kind);
     /* The library's policy (src/backends/registry.rs, blas_wins): a tuned
      * system BLAS goes first for every product from 2048 on with AVX-512,
-     * from 1024 on with AVX2 but not AVX-512, and for complex products from
-     * 2048 on elsewhere. */
+     * from 1024 on with AVX2 but not AVX-512 (real ones from 256 (d) and
+     * 512 (s) there), and for complex products from 2048 on elsewhere. */
     int level = ob_cpu_level();
-    int blas_first = level == 4 ? n >= 2048 : level == 3 ? n >= 1024 : complex_ && n >= 2048;
+    int avx2_min = kind == 'd' ? 256 : kind == 's' ? 512 : 1024;
+    int blas_first = level == 4 ? n >= 2048 : level == 3 ? n >= (size_t)avx2_min : complex_ && n >= 2048;
     const char *first = blas_first && !openblas_fallback() ? "blas" : "native";
     printf("%s n=%zu  tensorasync(%s) best %6.1f GF/s median %6.1f | OpenBLAS best %6.1f median %6.1f | "
            "ratio best %.3f median %.3f | max rel diff %.1e\n",

@@ -68,7 +68,9 @@ pub(crate) const BLAS_GEMM_MIN_AVX2: usize = 1024;
 /// 1.04-1.09x, 256 1.10-1.17x, 384 1.23-1.33x, 512 1.12-1.47x, in each
 /// layout that gives BLAS a transposed B (B transposed, A and B transposed,
 /// C and B row-major); the same products without it ran 0.90-0.99x up to
-/// 384. The tiled Cholesky, whose updates have this form, did not move
+/// 384 in that stream, whose operands stay in cache (with operands from the
+/// last-level cache they too go to the BLAS, from
+/// [`BLAS_F64_GEMM_MIN_AVX2`]). The tiled Cholesky, whose updates have this form, did not move
 /// measurably: it runs near the machine's dgemm rate with either kernel
 /// (docs/perf-notes/kernels.md, "Products with a transposed right operand on AVX2").
 pub(crate) const BLAS_F64_ROW_B_MIN_AVX2: usize = 128;
@@ -77,6 +79,36 @@ pub(crate) const BLAS_F64_ROW_B_MIN_AVX2: usize = 128;
 /// 384 1.24x. Complex products were not measured there and keep
 /// [`BLAS_GEMM_MIN_AVX2`].
 pub(crate) const BLAS_F32_ROW_B_MIN_AVX2: usize = 256;
+
+/// On an AVX2 CPU without AVX-512, f64 products with every extent from this
+/// on run faster on a tuned OpenBLAS whatever their layout, once their
+/// operands come from the last-level cache as a tiled algorithm's tiles do
+/// (faer's AVX2 kernels lose more than OpenBLAS's on such operands). Zen 3,
+/// OpenBLAS's Zen kernel, streams of `ta_gemm` with the backend forced,
+/// BLAS over native, medians of 9 alternated rounds, two runs: 16 outputs
+/// over 16 pairs of operands (about 24 MiB at 256) 192 1.05-1.21x, 256
+/// 1.08-1.15x, 384 1.12-1.16x, 512 1.04-1.07x, 128 0.97-0.98x; the same on
+/// two outputs and one pair of operands kept in cache, 256 1.00-1.05x. The
+/// tiled dgemm bench (256 tiles) with its products forced onto the BLAS ran
+/// 1.05-1.07x its native run (docs/perf-notes/kernels.md, "Products from
+/// mid sizes on AVX2, whatever their layout").
+pub(crate) const BLAS_F64_GEMM_MIN_AVX2: usize = 256;
+
+/// [`BLAS_F64_GEMM_MIN_AVX2`] for f32, where faer holds out longer: in the
+/// same streams, operands from the last-level cache 256 1.04-1.54x, 384
+/// 0.99-1.11x, 512 1.10-1.14x; kept in cache 256 0.97-0.98x, 384
+/// 1.05-1.07x, 512 1.02-1.14x.
+pub(crate) const BLAS_F32_GEMM_MIN_AVX2: usize = 512;
+
+/// The smallest extent from which a real product of `dtype` goes to the
+/// BLAS first on AVX2 whatever its layout.
+fn real_min_avx2(dtype: DType) -> Option<usize> {
+    match dtype {
+        DType::F64 => Some(BLAS_F64_GEMM_MIN_AVX2),
+        DType::F32 => Some(BLAS_F32_GEMM_MIN_AVX2),
+        _ => None,
+    }
+}
 
 /// The smallest extent from which a real product of `dtype` whose right
 /// operand BLAS reads transposed goes to the BLAS first on AVX2.
@@ -141,7 +173,11 @@ pub(crate) fn blas_wins(p: Product, row_b: impl Fn() -> bool, tuned: bool, cpu: 
     let (min, max) = (m.min(n).min(k), m.max(n).max(k));
     tuned
         && match cpu {
-            Some(3) => min >= BLAS_GEMM_MIN_AVX2 || (row_b_min_avx2(dtype).is_some_and(|r| min >= r) && row_b()),
+            Some(3) => {
+                min >= BLAS_GEMM_MIN_AVX2
+                    || real_min_avx2(dtype).is_some_and(|r| min >= r)
+                    || (row_b_min_avx2(dtype).is_some_and(|r| min >= r) && row_b())
+            }
             Some(4) => {
                 min >= BLAS_GEMM_MIN_AVX512
                     || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| r.contains(&min) && r.contains(&max)))
@@ -416,9 +452,12 @@ mod tests {
                 assert!(!both(dtype, 4 * big, 4 * big, 4 * big, true, cpu), "{dtype:?} {cpu:?}");
             }
         }
-        // AVX2: every float dtype from 1024 on; AVX-512: from 2048 on.
-        for (cpu, big, below) in [(3, BLAS_GEMM_MIN_AVX2, 512), (4, BLAS_GEMM_MIN_AVX512, 1024)] {
-            for dtype in [DType::F32, DType::F64, DType::C64, DType::C128] {
+        // AVX2: complex dtypes from 1024 on (real ones from lower extents:
+        // the AVX2 tests below); AVX-512: every float dtype from 2048 on.
+        const ALL: &[DType] = &[DType::F32, DType::F64, DType::C64, DType::C128];
+        for (cpu, big, below, dtypes) in [(3, BLAS_GEMM_MIN_AVX2, 512, &ALL[2..]), (4, BLAS_GEMM_MIN_AVX512, 1024, ALL)]
+        {
+            for &dtype in dtypes {
                 assert!(both(dtype, big, big, big, true, Some(cpu)), "{dtype:?} {cpu}");
                 assert!(both(dtype, 4 * big, big, 2 * big, true, Some(cpu)), "{dtype:?} {cpu}");
                 assert!(!both(dtype, 4 * big, 4 * big, 4 * big, false, Some(cpu)), "an untuned library never");
@@ -491,7 +530,8 @@ mod tests {
         let p = |dtype, m, n, k| Product { dtype, m, n, k };
         let never = || -> bool { panic!("the layout was asked where it does not matter") };
         for (dtype, min) in [(DType::F64, BLAS_F64_ROW_B_MIN_AVX2), (DType::F32, BLAS_F32_ROW_B_MIN_AVX2)] {
-            for (m, n, k) in [(min, min, min), (2 * min, min, 3 * min), (BLAS_GEMM_MIN_AVX2 - 1, min, min)] {
+            // Below the extent from which every layout goes to the BLAS (the test above).
+            for (m, n, k) in [(min, min, min), (2 * min - 1, min, 3 * min), (BLAS_GEMM_MIN_AVX2 - 1, min, min)] {
                 let what = format!("{m}x{n}x{k} {dtype:?}");
                 for amd in [false, true] {
                     assert!(super::blas_wins(p(dtype, m, n, k), || true, true, Some(3), amd), "{what}");
@@ -507,6 +547,37 @@ mod tests {
             }
         }
         // Complex products: only from BLAS_GEMM_MIN_AVX2, whatever the layout.
+        for dtype in [DType::C64, DType::C128] {
+            assert!(!super::blas_wins(p(dtype, 512, 512, 512), never, true, Some(3), false), "{dtype:?}");
+        }
+    }
+
+    #[test]
+    fn real_products_go_to_the_blas_from_mid_sizes_on_avx2_whatever_their_layout() {
+        let p = |dtype, m, n, k| Product { dtype, m, n, k };
+        let never = || -> bool { panic!("the layout was asked where it does not matter") };
+        for (dtype, min, row_b_min) in [
+            (DType::F64, BLAS_F64_GEMM_MIN_AVX2, BLAS_F64_ROW_B_MIN_AVX2),
+            (DType::F32, BLAS_F32_GEMM_MIN_AVX2, BLAS_F32_ROW_B_MIN_AVX2),
+        ] {
+            assert!(row_b_min < min && min < BLAS_GEMM_MIN_AVX2, "{dtype:?}");
+            for (m, n, k) in [(min, min, min), (min, 2 * min, 3 * min)] {
+                let what = format!("{m}x{n}x{k} {dtype:?}");
+                for amd in [false, true] {
+                    assert!(super::blas_wins(p(dtype, m, n, k), never, true, Some(3), amd), "{what}");
+                    assert!(!super::blas_wins(p(dtype, m, n, k), never, false, Some(3), amd), "{what}: untuned");
+                }
+                for cpu in [Some(4), Some(2), None] {
+                    assert!(!super::blas_wins(p(dtype, m, n, k), never, true, cpu, false), "{what} {cpu:?}");
+                }
+            }
+            // One extent below: only a transposed right operand goes to the BLAS.
+            for (m, n, k) in [(min - 1, min, min), (min, min - 1, min), (min, min, min - 1)] {
+                let what = format!("{m}x{n}x{k} {dtype:?}");
+                assert!(!super::blas_wins(p(dtype, m, n, k), || false, true, Some(3), false), "{what}");
+                assert!(super::blas_wins(p(dtype, m, n, k), || true, true, Some(3), false), "{what}");
+            }
+        }
         for dtype in [DType::C64, DType::C128] {
             assert!(!super::blas_wins(p(dtype, 512, 512, 512), never, true, Some(3), false), "{dtype:?}");
         }
@@ -533,18 +604,23 @@ mod tests {
         ] {
             assert_eq!(right_operand_transposed(&[v(c), v(a), v(b)]), want, "C {c:?}, A {a:?}, B {b:?}");
         }
-        // On this machine, a 256 f64 product with B by rows goes to the BLAS
-        // first exactly where the policy says (AVX2 and a tuned library).
-        const MID: &[usize] = &[256, 256];
-        let w = |strides| host_view(DType::F64, MID, strides);
-        const COL256: &[isize] = &[1, 256];
-        const ROW256: &[isize] = &[256, 1];
+        // On this machine, a 128 f64 product with B by rows goes to the BLAS
+        // first exactly where the policy says (AVX2 and a tuned library),
+        // and so does a 256 product whatever its layout.
         let gemm = gemm_op();
         let tuned = crate::sysblas::library::blas().is_ok_and(|b| b.tuned_for_this_cpu());
         let level = crate::sysblas::library::cpu_level();
         let want = if tuned && level == Some(3) { "blas" } else { "native" };
-        assert_eq!(host_order(&gemm, &[w(COL256), w(COL256), w(ROW256)])[0].name(), want, "{tuned} {level:?}");
-        assert_eq!(host_order(&gemm, &[w(COL256), w(COL256), w(COL256)])[0].name(), "native");
+        const MID: &[usize] = &[128, 128];
+        let w = |strides| host_view(DType::F64, MID, strides);
+        const COL128: &[isize] = &[1, 128];
+        const ROW128: &[isize] = &[128, 1];
+        assert_eq!(host_order(&gemm, &[w(COL128), w(COL128), w(ROW128)])[0].name(), want, "{tuned} {level:?}");
+        assert_eq!(host_order(&gemm, &[w(COL128), w(COL128), w(COL128)])[0].name(), "native");
+        const LARGER: &[usize] = &[256, 256];
+        const COL256: &[isize] = &[1, 256];
+        let w = |strides| host_view(DType::F64, LARGER, strides);
+        assert_eq!(host_order(&gemm, &[w(COL256), w(COL256), w(COL256)])[0].name(), want, "{tuned} {level:?}");
     }
 
     #[test]
