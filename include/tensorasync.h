@@ -1991,7 +1991,8 @@ ta_status ta_runtime_threads(const struct ta_runtime *runtime, size_t *threads_o
  * pending work (`ta_runtime_trace_start`, `ta_runtime_track`), which then
  * see every operation as a task. It has then completed when
  * the call returns, with the same result and notifications (its event, its
- * completion queue entry); it does not count in `ta_stats.steals` or a
+ * completion queue entry); it counts in `ta_stats.submitted` and
+ * `completed` (and `failed`), never in `ta_stats.pending`, `steals` or a
  * worker's `busy_ns`. The flag `TA_SUBMIT_DEFER` asks for the workers for
  * one submission. The kernels that run in place never block and call no
  * user code.

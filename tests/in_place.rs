@@ -176,3 +176,56 @@ fn concurrent_submitters_on_shared_small_tensors_lose_no_update() {
     assert_eq!(read_f64(&y), vec![6000.0; 4]);
     assert_eq!(rt.stats().completed, 6000);
 }
+
+/// What an operation run in place reports beyond its event: a completion
+/// queue entry with its outcome (success and failure), the runtime's
+/// counters in the detached form too, and no outstanding work at any time.
+#[test]
+fn an_operation_in_place_notifies_its_queue_and_is_counted_in_either_form() {
+    let rt = Runtime::new(2).unwrap();
+    let cq = CompletionQueue::new().unwrap();
+    let x = f64s(&[3], &[1.0, 2.0, 3.0]);
+    let y = f64s(&[3], &[1.0; 3]);
+    let opts = |tag| Submit { cq: Some((&cq, tag)), ..Submit::on(&rt) };
+    assert!(ops::axpy(&y, Scalar::real(2.0), &x, opts(7)).unwrap().is_complete());
+    let () = ops::scale(&y, Scalar::real(0.5), opts(8).detached()).unwrap();
+    assert_eq!(rt.outstanding(), 0, "nothing is outstanding after an in-place run");
+    // A failure in place (the BLAS backend declines a reversed output at run time).
+    let (a, c) = (f64s(&[3, 3], &square(3, 1)), f64s(&[3, 3], &[0.0; 9]));
+    let rev = c.slice(&[SliceSpec { start: 2, stop: -1, step: -1, drop: false }, SliceSpec::all(3)]).unwrap();
+    let blas_only = Submit { selector: Selector::only(&[BackendKind::Blas]), ..opts(9) };
+    let ev = ops::gemm(&rev, Scalar::real(1.0), &a, &a, Scalar::real(0.0), blas_only).unwrap();
+    let e = ev.poll().expect("complete at return").unwrap_err();
+    assert_eq!(e.status(), Status::NoBackend);
+    let got: Vec<(u64, Option<Status>)> =
+        cq.poll(8).into_iter().map(|c| (c.tag, c.result.err().map(|e| e.status()))).collect();
+    assert_eq!(got, vec![(7, None), (8, None), (9, Some(Status::NoBackend))]);
+    let s = rt.stats();
+    assert_eq!((s.submitted, s.completed, s.failed, s.pending, s.steals), (3, 3, 1, 0, 0));
+    ops::copy(&x, &x.conj().unwrap(), Submit::on(&rt)).err(); // refused at submission: not counted
+    assert_eq!(rt.stats().submitted, 3);
+    assert_eq!(read_f64(&x), vec![1.0, 2.0, 3.0]);
+}
+
+/// A small operation refused at submission changes nothing: a plan error
+/// leaves an unconstructed output unconstructed, and so does a runtime shut
+/// down after the plan has constructed it.
+#[test]
+fn a_small_operation_refused_at_submission_leaves_its_output_as_it_was() {
+    let rt = Runtime::new(1).unwrap();
+    let (x, short) = (f64s(&[3], &[1.0, 2.0, 3.0]), f64s(&[2], &[1.0, 2.0]));
+    let d = Tensor::unconstructed(DType::F64, Domain::Host).unwrap();
+    let e = ops::dot(&d, &x, &short, false, Submit::on(&rt)).unwrap_err();
+    assert_eq!(e.status(), Status::ShapeMismatch);
+    assert_eq!(d.extents(), None, "still unconstructed after a plan error");
+    rt.shutdown(ShutdownMode::Drain).unwrap();
+    let e = ops::dot(&d, &x, &x, false, Submit::on(&rt)).unwrap_err();
+    assert_eq!((e.status(), e.origin()), (Status::Shutdown, "dot"));
+    assert_eq!(d.extents(), None, "still unconstructed after a refusal");
+    let s = rt.stats();
+    assert_eq!((s.submitted, s.completed), (0, 0));
+    // The same dot on a running runtime constructs it, in place.
+    let rt = Runtime::new(1).unwrap();
+    assert!(ops::dot(&d, &x, &x, false, Submit::on(&rt)).unwrap().is_complete());
+    assert_eq!(read_f64(&d), vec![14.0]);
+}

@@ -4,8 +4,10 @@
 //! (a 4x4 gemm, an axpy of a few elements) and that is ready when it is
 //! submitted (every value it touches is idle and clean) runs on the
 //! submitting thread, before the submission returns, under the locks the
-//! submission holds anyway. No task is enrolled, queued or handed over, so
-//! the lines of its values, locks and task never move to a worker and back.
+//! submission holds anyway. No task is made, enrolled, queued or handed
+//! over, so the lines of its values and locks never move to a worker and
+//! back: the operation is planned before its task would be made
+//! (`submit::plan_first`), and runs from the submitter's stack.
 //!
 //! It is the same operation with the same result and notifications: the
 //! locks order it against every other submission on its values exactly as
@@ -25,7 +27,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use smallvec::SmallVec;
 
-use super::{Access, Body, Operation};
+use super::{Body, Operation};
 use crate::dispatch::KernelOp;
 use crate::domain::Domain;
 use crate::error::{Error, Result, Status};
@@ -46,18 +48,18 @@ pub(crate) const GEMM_MAX: usize = 64;
 // `GEMM_MAX`^(3/2) multiply-adds: sequential (see `kernels::par`).
 const _: () = assert!(GEMM_MAX * GEMM_MAX * GEMM_MAX < PAR_MIN_FLOPS * PAR_MIN_FLOPS);
 
-/// Whether `body` over `accesses` (their geometry set) is small enough to run
-/// in place: a host library operation of a kind whose cost is known from its
-/// operands' sizes, and below the limits above.
+/// The most elements any operand of `body` may have for it to run in place,
+/// for a host library operation of a kind whose cost is known from its
+/// operands' sizes; `None` for every other body.
 #[inline]
-pub(crate) fn small(body: &Body, accesses: &[Access]) -> bool {
+pub(crate) fn limit(body: &Body) -> Option<usize> {
     let Body::Native { op, candidates } = body else {
-        return false;
+        return None;
     };
     if candidates.domain() != Domain::Host {
-        return false;
+        return None;
     }
-    let limit = match op {
+    match op {
         KernelOp::Fill(_)
         | KernelOp::Scale(_)
         | KernelOp::Axpy(_)
@@ -65,11 +67,10 @@ pub(crate) fn small(body: &Body, accesses: &[Access]) -> bool {
         | KernelOp::ConjCopy
         | KernelOp::Dot { .. }
         | KernelOp::Norm2
-        | KernelOp::Sum(None) => ELEMENTWISE_MAX,
-        KernelOp::Gemm { .. } => GEMM_MAX,
-        _ => return false,
-    };
-    accesses.iter().all(|a| a.domain() == Domain::Host && a.elements() <= limit)
+        | KernelOp::Sum(None) => Some(ELEMENTWISE_MAX),
+        KernelOp::Gemm { .. } => Some(GEMM_MAX),
+        _ => None,
+    }
 }
 
 /// Run `op` on this thread: its accesses are granted (the caller holds the

@@ -394,15 +394,11 @@ impl Locked<'_> {
         self.constructed = Some(i);
     }
 
-    /// Whether a small operation on the locked values may run in place:
-    /// `rt` lets it, no trace or tracking sees tasks, no access to any of the
-    /// values is unfinished and none holds an error (so it is ready, and runs
-    /// without reading poison).
+    /// Whether no access to any of the locked values is unfinished and none
+    /// holds an error: an operation on them is ready, and runs without
+    /// reading poison (see `in_place`).
     #[inline(never)]
-    fn ready_in_place(&mut self, rt: &Runtime) -> bool {
-        if crate::runtime::observe::on() || !rt.small_in_place() {
-            return false;
-        }
+    fn idle_and_clean(&mut self) -> bool {
         (0..self.guards.len()).all(|g| {
             let s = self.guards.get_mut(g).expect("in range");
             !s.is_poisoned() && s.queue.is_idle_at_a_glance()
@@ -571,10 +567,6 @@ fn enroll<C: Completion>(
     plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
 ) -> Result<C::Output> {
     let rt = opts.runtime.unwrap_or_else(|| Runtime::global());
-    // Whether it may run in place, if small and ready (see `in_place`;
-    // the runtime's switch is read only for a small operation): read before
-    // the callback moves into the completion.
-    let in_place_allowed = !opts.defer && opts.callback.is_none();
     // Allocation failures (test builds only: see `failpoint`) come before
     // anything is admitted or enrolled.
     if failpoint::hit(Site::Task) {
@@ -583,11 +575,49 @@ fn enroll<C: Completion>(
     if C::EVENTED && failpoint::hit(Site::Event) {
         return Err(failpoint::out_of_memory(Site::Event, origin));
     }
+    // An operation that may run in place (see `in_place`; without a
+    // callback, which runs on a worker) is planned before its task is made.
+    if let Some(limit) = in_place::limit(&body) {
+        if !opts.defer && opts.callback.is_none() && rt.small_in_place() && !crate::runtime::observe::on() {
+            return plan_first(name, origin, operands, hz, guard_of, slot, body, opts, rt, limit, plan);
+        }
+    }
     // The task's memory first, and no locked instruction (the admission's
     // count) until the operation is built: see `TaskMemory`.
     let memory = Task::reserve();
     rt.inner().prepare_push();
     let handle = C::make();
+    let op = operation(name, operands, body);
+    let completion = completion_of::<C>(&handle, opts.callback, opts.cq);
+    let device = op.device();
+    rt.inner().admit(origin)?;
+    let task = Task::new_op_in(
+        memory,
+        Some(rt.inner().task_ref()),
+        op,
+        commits_success(operands),
+        completion,
+        device,
+        opts.priority,
+    );
+    // SAFETY: the task is not yet enrolled, so no other thread can see its
+    // work, which was made from an `Operation` just above.
+    let op = unsafe { task.work_mut().op_mut::<Operation>() };
+    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
+    match lock_and_plan(&mut locked, hz, guard_of, op, origin, plan) {
+        Ok(()) => enroll_task::<C>(rt, task, locked, hz, guard_of, device, handle),
+        Err(e) => {
+            drop(locked);
+            drop(task);
+            rt.inner().refuse();
+            Err(e)
+        }
+    }
+}
+
+/// The accesses of `operands` and the operation they make with `body`.
+#[inline(always)]
+fn operation(name: impl Into<super::OpName>, operands: &[(&Tensor, Mode)], body: Body) -> Operation {
     // Pushed while they fit in place (collecting calls out of line, at about
     // 80 instructions for one operand); collected beyond, so that the vector
     // reserves once.
@@ -600,40 +630,60 @@ fn enroll<C: Completion>(
     } else {
         operands.iter().map(|(t, m)| Access::new(t, *m)).collect()
     };
-    let completion = work::Completion {
-        event: C::event(&handle).cloned(),
-        callback: opts.callback,
-        cq: opts.cq.map(|(q, tag)| (q.clone(), tag)),
-        keep_alive: None,
-    };
-    let op = Operation { name: name.into(), accesses, body, stamp: 0 };
-    let device = op.device();
-    rt.inner().admit(origin)?;
-    // A success cleans only what an overwrite wrote (see `Operation::commit`).
-    let commits_success = operands.iter().any(|(_, m)| *m == Mode::Write);
-    let mut task =
-        Task::new_op_in(memory, Some(rt.inner().task_ref()), op, commits_success, completion, device, opts.priority);
+    Operation { name: name.into(), accesses, body, stamp: 0 }
+}
 
-    // Lock each distinct value once, in address order.
-    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
+/// Who hears of the outcome: the event in `handle`, the callback, the queue.
+#[inline(always)]
+fn completion_of<C: Completion>(
+    handle: &<C as sealed::Sealed>::Handle,
+    callback: Option<Callback>,
+    cq: Option<(&CompletionQueue, u64)>,
+) -> work::Completion {
+    work::Completion {
+        event: C::event(handle).cloned(),
+        callback,
+        cq: cq.map(|(q, tag)| (q.clone(), tag)),
+        keep_alive: None,
+    }
+}
+
+/// Whether a success cleans what the operation wrote: only an overwrite
+/// does (see `Operation::commit`).
+#[inline(always)]
+fn commits_success(operands: &[(&Tensor, Mode)]) -> bool {
+    operands.iter().any(|(_, m)| *m == Mode::Write)
+}
+
+/// Lock each distinct value once, in address order (into `locked`, which
+/// holds none yet), run `plan`, and record in `op` where each operand's
+/// elements are. On an error the plan's changes are undone (the caller
+/// drops the locks). `locked` is the caller's: returned by value, it was
+/// copied, about 30 instructions a submission.
+#[inline(always)]
+fn lock_and_plan<'g>(
+    locked: &mut Locked<'g>,
+    hz: &[Hazard<'g>],
+    guard_of: &[usize],
+    op: &mut Operation,
+    origin: &'static str,
+    plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
+) -> Result<()> {
+    let operands = locked.operands;
     for (h, &g) in hz.iter().zip(guard_of) {
         if g == locked.guards.len() {
             locked.guards.push(h.value.state.lock());
         }
     }
-
     // Reading an unconstructed operand is refused with its own status even
     // where the plan failed first on its missing shape (checked only on the
     // plan's error path, so an accepted submission pays nothing for it).
-    let mut checked = plan(&mut locked);
+    let mut checked = plan(locked);
     if let Err(e) = checked {
-        checked = Err(unconstructed_input(&locked, operands, origin).err().unwrap_or(e));
+        checked = Err(unconstructed_input(locked, operands, origin).err().unwrap_or(e));
     }
     // Record where each operand's elements are, now that the plan is final;
     // an operand still unconstructed refuses the submission.
-    // SAFETY: the task is not yet enrolled, so no other thread can see its
-    // work, which was made from an `Operation` just above.
-    let op = unsafe { task.work_mut().op_mut::<Operation>() };
     if checked.is_ok() {
         for (i, a) in op.accesses.iter_mut().enumerate() {
             // The operand's handle and `a.tensor` share the view, so the
@@ -655,26 +705,97 @@ fn enroll<C: Completion>(
             }
         }
     }
-    if let Err(e) = checked {
+    if checked.is_err() {
         locked.undo();
-        drop(locked);
-        drop(task);
-        rt.inner().refuse();
+    }
+    checked
+}
+
+/// [`enroll`] for an operation that may run in place: its operation is
+/// built and planned first, under its values' locks, and runs there when it
+/// is small and ready (see `in_place`); no task is made for it, and it is
+/// counted but never outstanding. Otherwise its task is made under those
+/// locks and enrolled as any other. Inlined: out of line, the arguments'
+/// hand-over cost a 10-element fill more time than the instructions it
+/// saved (docs/perf-notes/runtime.md, "Small operations in place").
+/// Its cost to a larger operation of the same kinds is measured there too.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn plan_first<C: Completion>(
+    name: impl Into<super::OpName>,
+    origin: &'static str,
+    operands: &[(&Tensor, Mode)],
+    hz: &[Hazard<'_>],
+    guard_of: &[usize],
+    slot: &[usize],
+    body: Body,
+    opts: Submit<'_, C>,
+    rt: &Runtime,
+    limit: usize,
+    plan: impl FnOnce(&mut Locked<'_>) -> Result<()>,
+) -> Result<C::Output> {
+    let handle = C::make();
+    let mut op = operation(name, operands, body);
+    let mut locked = Locked { operands, guards: Guards::new(), slot, retired: None, constructed: None };
+    lock_and_plan(&mut locked, hz, guard_of, &mut op, origin, plan)?;
+    let small = op.accesses.iter().all(|a| a.domain() == Domain::Host && a.elements() <= limit);
+    if small && locked.idle_and_clean() {
+        if let Err(e) = rt.inner().accepts(origin) {
+            locked.undo();
+            return Err(e);
+        }
+        let result = run_in_place(&mut op, locked, hz, guard_of);
+        // Notified as a task is concluded (see `exec::conclude`).
+        if C::EVENTED || opts.cq.is_some() {
+            let completion = completion_of::<C>(&handle, None, opts.cq);
+            let attached = completion.mark(&result);
+            completion.notify(attached, &result);
+        }
+        drop(op);
+        if result.is_err() {
+            rt.inner().stats.count_failure(&result);
+        }
+        rt.inner().count_in_place();
+        return Ok(C::output(handle));
+    }
+    let device = op.device();
+    let memory = Task::reserve();
+    rt.inner().prepare_push();
+    if let Err(e) = rt.inner().admit(origin) {
+        locked.undo();
         return Err(e);
     }
-    if in_place_allowed && device.is_none() {
-        // SAFETY: as above (not yet enrolled).
-        let op = unsafe { task.work_mut().op_mut::<Operation>() };
-        if in_place::small(&op.body, &op.accesses) && locked.ready_in_place(rt) {
-            run_in_place(task, locked, hz, guard_of);
-            return Ok(C::output(handle));
-        }
-    }
+    let completion = completion_of::<C>(&handle, opts.callback, opts.cq);
+    let task = Task::new_op_in(
+        memory,
+        Some(rt.inner().task_ref()),
+        op,
+        commits_success(operands),
+        completion,
+        device,
+        opts.priority,
+    );
+    enroll_task::<C>(rt, task, locked, hz, guard_of, device, handle)
+}
+
+/// Enroll the accesses of `task`, whose operation `locked` has planned, on
+/// the queues of its values (`hz`, `guard_of` as for [`enroll`]), then
+/// unlock them and hand the task on if it is ready.
+#[inline(always)]
+fn enroll_task<C: Completion>(
+    rt: &Runtime,
+    mut task: Arc<Task>,
+    mut locked: Locked<'_>,
+    hz: &[Hazard<'_>],
+    guard_of: &[usize],
+    device: Option<u32>,
+    handle: <C as sealed::Sealed>::Handle,
+) -> Result<C::Output> {
     if crate::runtime::observe::on() {
         crate::runtime::observe::submitted(rt.inner(), &mut task);
     }
     if let Some((_, old)) = locked.retired.take() {
-        // SAFETY: as above (not yet enrolled).
+        // SAFETY: the task is not yet enrolled, so no other thread can see its work.
         unsafe { task.work_mut() }.keep_alive(old);
     }
 
@@ -725,12 +846,13 @@ fn enroll<C: Completion>(
     Ok(C::output(handle))
 }
 
-/// Run the operation of `task` (small, never enrolled) while `locked` holds
-/// its idle, clean values, then conclude it (see `in_place`). Out of line:
-/// one copy for every operation and completion form, and the submission
-/// path of every other operation stays as short as it was.
+/// Run `op` (small, never enrolled) while `locked` holds its idle, clean
+/// values, under its stamp on each of their queues; a failure poisons what
+/// it writes under those locks, as `Operation::commit` would (a success
+/// cleans nothing: the values are clean). Out of line: one copy for every
+/// operation and completion form.
 #[inline(never)]
-fn run_in_place(task: Arc<Task>, mut locked: Locked<'_>, hz: &[Hazard<'_>], guard_of: &[usize]) {
+fn run_in_place(op: &mut Operation, mut locked: Locked<'_>, hz: &[Hazard<'_>], guard_of: &[usize]) -> Result<()> {
     let stamp = locked.guards.iter().map(|g| g.queue.next_stamp()).max().unwrap_or(1);
     for g in 0..locked.guards.len() {
         locked.guards.get_mut(g).expect("in range").queue.take_stamp(stamp);
@@ -739,20 +861,15 @@ fn run_in_place(task: Arc<Task>, mut locked: Locked<'_>, hz: &[Hazard<'_>], guar
     for h in hz {
         enrollments::record(Arc::as_ptr(h.value) as usize, stamp);
     }
-    // SAFETY: the task is not enrolled, so no other thread can see its work.
-    let op = unsafe { task.work_mut().op_mut::<Operation>() };
     op.stamp = stamp;
     let result = in_place::execute(op);
     if let Err(e) = &result {
-        // What `Operation::commit` records for a failure, under the locks
-        // held (a success cleans nothing: the values are clean).
         for (h, &g) in hz.iter().zip(guard_of).filter(|(h, _)| h.mode.writes()) {
             let state = &mut **locked.guards.get_mut(g).expect("every record's lock is taken");
             h.value.add_poison_locked(state, h.region.clone(), stamp, e.clone());
         }
     }
-    drop(locked);
-    exec::conclude_in_place(task, result);
+    result
 }
 
 /// Where the accesses enrolled on this thread land, for the crate's

@@ -269,31 +269,6 @@ fn conclude(task: &Arc<Task>, slot: &mut Option<Work>, result: Result<()>, commi
     ready
 }
 
-/// Conclude an operation that ran in place with `result` (see
-/// `ops::in_place`): it was never enrolled, so nothing waits for it but its
-/// own notifications, which come in `conclude`'s order (`conclude` itself,
-/// whose finish and successor steps find nothing to do here, made a small
-/// fill in place about 10% slower: docs/perf-notes/runtime.md).
-pub(crate) fn conclude_in_place(task: Arc<Task>, result: Result<()>) {
-    // SAFETY: the task was never enrolled or scheduled: the submitting
-    // thread, which calls this, is the only one that has it.
-    let work = unsafe { task.running_work() }.take();
-    if let Some(Work { job, completion }) = work {
-        if let Some(c) = completion {
-            let attached = c.mark(&result);
-            c.notify(attached, &result);
-        }
-        drop(job);
-    }
-    if let Some(rt) = task.runtime() {
-        if result.is_err() {
-            rt.stats.count_failure(&result);
-        }
-        // Last use of the runtime pointer: see `Task::runtime`.
-        rt.retire();
-    }
-}
-
 /// Run the runtime-less tasks (waits and releases) of `ready` here, one
 /// after the other, not nested (their own successors join the list); with
 /// `waits_only`, only the waits.

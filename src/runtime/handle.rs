@@ -185,6 +185,7 @@ impl Runtime {
                 state: AtomicU8::new(RUNNING),
                 small_in_place: AtomicBool::new(true),
                 outstanding: ShardedCounter::new(),
+                ran_in_place: ShardedCounter::new(),
                 idle_lock: Mutex::new(()),
                 idle: Condvar::new(),
                 stats: RuntimeStats::new(threads),
@@ -305,8 +306,10 @@ impl Runtime {
     /// trace or tracks pending work (which then see every operation as a
     /// task). It then
     /// has completed when the submission returns, with the same result and
-    /// notifications, and does not count in [`crate::Stats::steals`] or a worker's
-    /// busy time. One submission can ask for the workers with
+    /// notifications; it counts in [`crate::Stats::submitted`] and
+    /// `completed` (and `failed`), but never in [`Runtime::outstanding`],
+    /// [`crate::Stats::steals`] or a worker's busy time. One submission can
+    /// ask for the workers with
     /// [`crate::Submit::defer`].
     ///
     /// ```

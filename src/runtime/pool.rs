@@ -118,6 +118,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) small_in_place: AtomicBool,
     /// Tasks submitted to this runtime and not yet completed.
     pub(crate) outstanding: ShardedCounter,
+    /// Operations that ran in place (see `ops::in_place`): submitted and
+    /// completed at once, never outstanding (only `added` counts).
+    pub(crate) ran_in_place: ShardedCounter,
     /// Threads waiting for `outstanding` to reach zero (in `wait_idle` or a
     /// drain), which a drainer that runs out of work wakes through `idle`
     /// (see [`RuntimeInner::wake_idle_waiters`]).
@@ -171,16 +174,29 @@ impl RuntimeInner {
         if self.outstanding.increment() & (PEAK_SAMPLE - 1) == PEAK_SAMPLE - 1 {
             self.sample_pending();
         }
+        self.accepts(origin).inspect_err(|_| self.refuse())
+    }
+
+    /// Whether the runtime takes work now, as [`RuntimeInner::admit`] decides
+    /// it, counting nothing: for an operation that runs in place, on the
+    /// submitting thread, before its submission returns (it is never
+    /// outstanding, so a drain has nothing to wait for).
+    #[inline]
+    pub(crate) fn accepts(&self, origin: &'static str) -> Result<()> {
         match self.state.load(Ordering::SeqCst) {
             RUNNING => Ok(()),
             DRAINING if self.is_current_worker() || super::running::reporting_for((self as *const Self).cast()) => {
                 Ok(())
             }
-            _ => {
-                self.refuse();
-                Err(Error::new(Status::Shutdown, origin, "the runtime is shut down"))
-            }
+            _ => Err(Error::new(Status::Shutdown, origin, "the runtime is shut down")),
         }
+    }
+
+    /// Count an operation that ran in place, after it has (one operation
+    /// submitted and completed, on this thread's counter slot).
+    #[inline]
+    pub(crate) fn count_in_place(&self) {
+        self.ran_in_place.increment();
     }
 
     /// Ask for the ready queue's tail line in exclusive state, early in a
@@ -213,7 +229,8 @@ impl RuntimeInner {
     /// The runtime's counters now.
     pub(crate) fn stats(&self) -> Stats {
         let (added, taken) = self.outstanding.totals();
-        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, self.queued())
+        let in_place = self.ran_in_place.totals().0.max(0) as u64;
+        self.stats.snapshot(added.max(0) as u64, taken.max(0) as u64, in_place, self.queued())
     }
 
     /// Process-unique number of this runtime.

@@ -125,14 +125,15 @@ impl RuntimeStats {
         self.workers.iter().all(|w| w.open.load(Ordering::SeqCst) == 0)
     }
 
-    /// The counters, given the sharded totals.
-    pub(crate) fn snapshot(&self, admitted: u64, retired: u64, queue_depth: usize) -> Stats {
+    /// The counters, given the sharded totals (`in_place`: operations that
+    /// ran in place, submitted and completed at once).
+    pub(crate) fn snapshot(&self, admitted: u64, retired: u64, in_place: u64, queue_depth: usize) -> Stats {
         let refused = self.refused.load(Ordering::Relaxed);
         let pending = admitted.saturating_sub(retired);
         self.sample_pending(pending as isize);
         Stats {
-            submitted: admitted.saturating_sub(refused),
-            completed: retired.saturating_sub(refused),
+            submitted: admitted.saturating_sub(refused) + in_place,
+            completed: retired.saturating_sub(refused) + in_place,
             failed: self.failed.load(Ordering::Relaxed),
             cancelled: self.cancelled.load(Ordering::Relaxed),
             steals: self.workers.iter().map(|w| w.steals.load(Ordering::Relaxed)).sum(),
