@@ -264,8 +264,8 @@ pub fn non_overlapping(extents: &[usize], strides: &[isize]) -> bool {
 /// operand merged. Empty for a single element.
 pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> SmallVec<[(usize, [isize; N]); 4]> {
     // Dense row-major operands (most of them) are one axis: no sort, no merge.
-    if !extents.contains(&0) && strides.iter().all(|s| dense_in(extents, s, Order::RowMajor)) {
-        let len: usize = extents.iter().product();
+    let dense = if extents.contains(&0) { None } else { one_dense_run(extents, strides) };
+    if let Some(len) = dense {
         let mut one = SmallVec::new();
         if len != 1 {
             one.push((len, [1; N]));
@@ -273,6 +273,17 @@ pub fn merged_axes<const N: usize>(extents: &[usize], strides: [&[isize]; N]) ->
         return one;
     }
     sorted_merged(extents, strides)
+}
+
+/// The element count, when every operand is dense row-major over `extents`
+/// (which the caller has checked has no 0): their elements are one run.
+#[inline(always)]
+fn one_dense_run<const N: usize>(extents: &[usize], strides: [&[isize]; N]) -> Option<usize> {
+    if strides.iter().all(|s| dense_in(extents, s, Order::RowMajor)) {
+        Some(extents.iter().product())
+    } else {
+        None
+    }
 }
 
 /// [`merged_axes`] by sorting the axes and merging neighbours.
@@ -363,8 +374,7 @@ pub fn for_each_run<const N: usize>(
     // Dense row-major operands (most of them): one run, as the merge below
     // would give, without building its vectors (a small axpy spent more on
     // them than on its elements).
-    if strides.iter().all(|s| dense_in(extents, s, Order::RowMajor)) {
-        let len: usize = extents.iter().product();
+    if let Some(len) = one_dense_run(extents, strides) {
         f(offsets, len, if len == 1 { [0; N] } else { [1; N] });
         return;
     }

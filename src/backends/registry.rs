@@ -100,26 +100,6 @@ pub(crate) const BLAS_F64_GEMM_MIN_AVX2: usize = 256;
 /// 1.05-1.07x, 512 1.02-1.14x.
 pub(crate) const BLAS_F32_GEMM_MIN_AVX2: usize = 512;
 
-/// The smallest extent from which a real product of `dtype` goes to the
-/// BLAS first on AVX2 whatever its layout.
-fn real_min_avx2(dtype: DType) -> Option<usize> {
-    match dtype {
-        DType::F64 => Some(BLAS_F64_GEMM_MIN_AVX2),
-        DType::F32 => Some(BLAS_F32_GEMM_MIN_AVX2),
-        _ => None,
-    }
-}
-
-/// The smallest extent from which a real product of `dtype` whose right
-/// operand BLAS reads transposed goes to the BLAS first on AVX2.
-fn row_b_min_avx2(dtype: DType) -> Option<usize> {
-    match dtype {
-        DType::F64 => Some(BLAS_F64_ROW_B_MIN_AVX2),
-        DType::F32 => Some(BLAS_F32_ROW_B_MIN_AVX2),
-        _ => None,
-    }
-}
-
 /// On an AMD CPU with AVX-512 (Zen 4), f64 products with every extent in
 /// this range ran faster as one call of a tuned OpenBLAS (one thread, on the
 /// worker) than on the native backend, where products of more than 16³
@@ -140,12 +120,12 @@ pub(crate) const BLAS_F64_MID_AMD_AVX512: std::ops::RangeInclusive<usize> = 24..
 /// stay native.
 pub(crate) const BLAS_F32_MID_AMD_AVX512: std::ops::RangeInclusive<usize> = 24..=64;
 
-/// The extents for which a product of `dtype` goes to the BLAS first on an
-/// AMD CPU with AVX-512 (none for the complex types).
-fn mid_range_amd_avx512(dtype: DType) -> Option<std::ops::RangeInclusive<usize>> {
+/// The setting of a real `dtype` (`f64` or `f32`); `None` for the complex
+/// types, which these policies leave to the larger rules.
+fn real<T>(dtype: DType, f64: T, f32: T) -> Option<T> {
     match dtype {
-        DType::F64 => Some(BLAS_F64_MID_AMD_AVX512),
-        DType::F32 => Some(BLAS_F32_MID_AMD_AVX512),
+        DType::F64 => Some(f64),
+        DType::F32 => Some(f32),
         _ => None,
     }
 }
@@ -175,12 +155,15 @@ pub(crate) fn blas_wins(p: Product, row_b: impl Fn() -> bool, tuned: bool, cpu: 
         && match cpu {
             Some(3) => {
                 min >= BLAS_GEMM_MIN_AVX2
-                    || real_min_avx2(dtype).is_some_and(|r| min >= r)
-                    || (row_b_min_avx2(dtype).is_some_and(|r| min >= r) && row_b())
+                    || real(dtype, BLAS_F64_GEMM_MIN_AVX2, BLAS_F32_GEMM_MIN_AVX2).is_some_and(|r| min >= r)
+                    || (real(dtype, BLAS_F64_ROW_B_MIN_AVX2, BLAS_F32_ROW_B_MIN_AVX2).is_some_and(|r| min >= r)
+                        && row_b())
             }
             Some(4) => {
                 min >= BLAS_GEMM_MIN_AVX512
-                    || (amd && mid_range_amd_avx512(dtype).is_some_and(|r| r.contains(&min) && r.contains(&max)))
+                    || (amd
+                        && real(dtype, BLAS_F64_MID_AMD_AVX512, BLAS_F32_MID_AMD_AVX512)
+                            .is_some_and(|r| r.contains(&min) && r.contains(&max)))
             }
             _ => dtype.is_complex() && min >= BLAS_COMPLEX_GEMM_MIN,
         }
